@@ -70,12 +70,33 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithOTLPGRPC lets OTEL_EXPORTER_OTLP_PROTOCOL=grpc (or its per-signal
 // variables) send spans and metrics over OTLP/gRPC, with the exporters
-// spans and metrics build (package telemetry/otlpgrpc has both:
-// otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter). Without it a
-// service sends OTLP over HTTP only, links no gRPC, and New fails when the
-// environment asks for grpc.
-func WithOTLPGRPC(spans func(context.Context) (sdktrace.SpanExporter, error), metrics func(context.Context) (sdkmetric.Exporter, error)) Option {
-	return option(func(c *config) { c.otlpGRPC = otelsetup.GRPCExporters{Spans: spans, Metrics: metrics} })
+// that spans and metrics build: the constructors of OpenTelemetry's gRPC
+// exporters, which read the OTEL_EXPORTER_OTLP_* environment,
+//
+//	vigil.WithOTLPGRPC(otlptracegrpc.New, otlpmetricgrpc.New)
+//
+// each called at most once, with ctx alone, when the environment asks for
+// grpc. Without it a service sends OTLP over HTTP only, links no gRPC, and
+// New fails when the environment asks for grpc.
+func WithOTLPGRPC[S sdktrace.SpanExporter, M sdkmetric.Exporter, SO, MO any](spans func(ctx context.Context, opts ...SO) (S, error), metrics func(ctx context.Context, opts ...MO) (M, error)) Option {
+	return option(func(c *config) {
+		c.otlpGRPC = otelsetup.GRPCExporters{
+			Spans: func(ctx context.Context) (sdktrace.SpanExporter, error) {
+				e, err := spans(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return e, nil
+			},
+			Metrics: func(ctx context.Context) (sdkmetric.Exporter, error) {
+				e, err := metrics(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return e, nil
+			},
+		}
+	})
 }
 
 // WithRegistry sets the Prometheus registry that /metrics serves, for

@@ -44,7 +44,7 @@ type instruments struct {
 // no OTLP endpoint) they go to the in-memory trace ring that ring returns,
 // or, with a nil ring, nowhere (a no-op provider); a tracer given by the
 // user (WithTracerProvider) is used as is. Metrics are pushed
-// where OTEL_METRICS_EXPORTER says (otelsetup.MeterProvider; unset means
+// where OTEL_METRICS_EXPORTER says (otelsetup.ExportMetrics; unset means
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
 // whether they are pushed or not. OTLP goes over HTTP, or over gRPC
@@ -100,7 +100,7 @@ func newInstruments(ctx context.Context, name, version string, registry *prometh
 			in.exporter = "the service's TracerProvider"
 		}
 	}
-	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
+	shutdownMetrics, _, err := otelsetup.ExportMetrics(ctx,
 		otelsetup.WithService(name, version),
 		otelsetup.WithConsoleWriter(os.Stderr),
 		otelsetup.WithGRPC(grpc),

@@ -1,8 +1,8 @@
 package debugpage
 
 import (
-	"cmp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -231,6 +231,6 @@ func slowOf(links []traceLink) []traceLink {
 			slow = append(slow, l)
 		}
 	}
-	slices.SortStableFunc(slow, func(a, b traceLink) int { return cmp.Compare(b.DurationMS, a.DurationMS) })
+	sort.SliceStable(slow, func(i, j int) bool { return slow[j].DurationMS < slow[i].DurationMS }) // sort.Slice for large rows: see debugPage.snapshot
 	return slow
 }

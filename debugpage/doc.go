@@ -40,7 +40,8 @@
 // sampling) is the CLIENT child of its request's span; ?format=json gives
 // the trace as JSON.
 //
-// The pages are read-only, escape everything they show (html/template;
+// The pages are read-only, escape everything they show (HTML-escaped,
+// links other than http and https refused, as html/template does;
 // bidirectional controls and zero-width characters show as \u202e), run
 // no script and are served with a strict Content-Security-Policy
 // that allows only their own stylesheet and hashed styles. They have no

@@ -32,7 +32,7 @@ func Handler(srv *server.Server, rec *Recorder, opts ...HandlerOption) http.Hand
 		}
 	}
 	rec.keyByServer(srv)
-	return &debugPage{srv: srv, rec: rec, cfg: cfg, page: newPageTemplate(), traceView: newTraceTemplate()}
+	return &debugPage{srv: srv, rec: rec, cfg: cfg}
 }
 
 func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -3,10 +3,10 @@ package debugpage
 import (
 	"cmp"
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +19,9 @@ import (
 // debugPage is the live page of one server: the page, its trace views,
 // stylesheet and icon (Handler). It is safe for concurrent use.
 type debugPage struct {
-	srv       *server.Server
-	rec       *Recorder
-	cfg       handlerConfig
-	page      *template.Template // the page (debugHTML)
-	traceView *template.Template // a trace's view (traceViewHTML)
+	srv *server.Server
+	rec *Recorder
+	cfg handlerConfig
 }
 
 // debugSnapshot is what the page shows, and its JSON form.
@@ -129,7 +127,7 @@ func (p *debugPage) servePage(w http.ResponseWriter, r *http.Request, base strin
 		refresh = min(v, 3600)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = p.page.Execute(w, debugView{
+	_ = writePage(w, debugView{
 		debugSnapshot: snap, Refresh: refresh, Base: base, MetricsURL: p.cfg.metricsURL,
 		Query: pageQuery{base: base, values: q}, Charts: chartsOf(stats.series(now)),
 	})
@@ -205,10 +203,15 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 			snap.InFlight = append(snap.InFlight, dr)
 		}
 	}
-	slices.SortFunc(snap.Sessions, func(a, b debugSession) int {
-		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID))
+	// sort.Slice, not slices.SortFunc, for the page's large rows: each
+	// slices.SortFunc of a struct type is a generic sort of its own in
+	// every program that links the page, sort.Slice one for all
+	// (docs/performance.md, the README program's weight).
+	sort.Slice(snap.Sessions, func(i, j int) bool {
+		a, b := &snap.Sessions[i], &snap.Sessions[j]
+		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID)) < 0
 	})
-	slices.SortFunc(snap.InFlight, func(a, b debugRequest) int { return a.Started.Compare(b.Started) })
+	sort.Slice(snap.InFlight, func(i, j int) bool { return snap.InFlight[i].Started.Before(snap.InFlight[j].Started) })
 
 	for _, row := range events.stats.rows(now) {
 		if f.Key == "" || row.Key == f.Key {
@@ -282,8 +285,9 @@ func sortRows(rows []keyRow, by string) {
 		}
 		return 0
 	}
-	slices.SortStableFunc(rows, func(a, b keyRow) int {
-		return cmp.Or(cmp.Compare(val(b), val(a)), cmp.Compare(a.Key, b.Key))
+	sort.SliceStable(rows, func(i, j int) bool { // sort.Slice: see snapshot
+		a, b := rows[i], rows[j]
+		return cmp.Or(cmp.Compare(val(b), val(a)), cmp.Compare(a.Key, b.Key)) < 0
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -231,12 +232,14 @@ func (r *spanRing) list(filter traceFilter) []traceSummary {
 	}
 	r.unlock()
 	if filter.Class == classSlow {
-		slices.SortFunc(kept, func(a, b keptTrace) int {
-			return cmp.Or(cmp.Compare(b.dur, a.dur), bytes.Compare(a.id[:], b.id[:]))
+		sort.Slice(kept, func(i, j int) bool { // sort.Slice for large rows: see debugPage.snapshot
+			a, b := &kept[i], &kept[j]
+			return cmp.Or(cmp.Compare(b.dur, a.dur), bytes.Compare(a.id[:], b.id[:])) < 0
 		})
 	} else {
-		slices.SortFunc(kept, func(a, b keptTrace) int {
-			return cmp.Or(b.start.Compare(a.start), bytes.Compare(a.id[:], b.id[:]))
+		sort.Slice(kept, func(i, j int) bool {
+			a, b := &kept[i], &kept[j]
+			return cmp.Or(b.start.Compare(a.start), bytes.Compare(a.id[:], b.id[:])) < 0
 		})
 	}
 	if filter.Limit > 0 && len(kept) > filter.Limit {
@@ -397,8 +400,9 @@ func viewOf(sum traceSummary, spans []sdktrace.ReadOnlySpan, dropped int) traceV
 // the trace's summary.
 func (v *traceView) arrange() {
 	spans := v.Spans
-	slices.SortStableFunc(spans, func(a, b spanRecord) int {
-		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID))
+	sort.SliceStable(spans, func(i, j int) bool { // sort.Slice for large rows: see debugPage.snapshot
+		a, b := &spans[i], &spans[j]
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID)) < 0
 	})
 	present := make(map[string]bool, len(spans))
 	for _, s := range spans {

@@ -3,10 +3,11 @@ package debugpage
 import (
 	"cmp"
 	"encoding/json"
-	"html/template"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -55,15 +56,10 @@ func (p *debugPage) serveTrace(w http.ResponseWriter, r *http.Request, base, id 
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = p.traceView.Execute(w, page)
+	_ = writeTrace(w, page)
 }
 
-// newTraceTemplate parses the trace view's template (traceViewHTML).
-func newTraceTemplate() *template.Template {
-	return template.Must(template.New("trace").Funcs(template.FuncMap{"ms": formatMS, "bytes": formatBytes}).Parse(traceViewHTML))
-}
-
-// tracePage is what the trace view's template shows.
+// tracePage is what the trace view shows (writeTrace).
 type tracePage struct {
 	traceView
 	Base     string // where the page is mounted
@@ -181,50 +177,96 @@ tr.span td { border-top: 1px solid #eee; padding-top: 4px; }
 .detail td { padding-bottom: 6px; } .attrs td { padding: 0 8px 0 0; color: #444; }
 `
 
-const traceViewHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Trace {{.TraceID}} · {{.Service}}</title>
-<style>` + traceViewCSS + `</style>
-</head>
-<body>
-<div class="muted"><a href="{{or .Base "/"}}">← {{.Service}}</a> · <a href="?format=json">JSON</a></div>
-<h1>{{if .Key}}{{.Key}}{{else}}{{.Root}}{{end}}</h1>
-<div class="mono muted">trace {{.TraceID}}</div>
-<div class="outcome o-{{or .Outcome "ok"}}">
-{{- if eq .Outcome "cancelled"}}Cancelled · cause <span class="cause">{{.Detail}}</span>
-{{- else if eq .Outcome "dropped"}}Response dropped · reason <span class="cause">{{.Detail}}</span>
-{{- else if eq .Outcome "error"}}<span class="err">Failed</span>{{if .Detail}}: <b>{{.Detail}}</b>{{end}}
-{{- else if .Outcome}}OK
-{{- else}}In progress: its root span has not ended{{end}}
- · {{ms .DurationMS}} · {{len .Spans}} span(s){{if .DroppedSpans}} · {{.DroppedSpans}} span(s) not kept{{end}}
-{{- if .Classes}} · kept as {{range $i, $c := .Classes}}{{if $i}}, {{end}}{{$c}}{{end}}{{end}}
-</div>
-
-<h2>Spans</h2>
-<table>
-<tr><th>span</th><th>timeline</th><th>start</th><th>duration</th><th>status</th></tr>
-{{range .Rows}}<tr class="span">
-<td>{{range .Indent}}<span class="ind"></span>{{end}}<b>{{.Name}}</b> <span class="muted">{{.Kind}}</span></td>
-<td><svg class="bar" width="320" height="12" viewBox="0 0 1000 12" preserveAspectRatio="none" role="img" aria-label="from +{{ms .OffsetMS}}, for {{ms .DurationMS}}"><rect x="{{.BarX}}" y="1" width="{{.BarW}}" height="10" class="{{.Kind}}{{if eq .Status "error"}} error{{else if .Cause}} cancelled{{end}}"></rect></svg></td>
-<td>+{{ms .OffsetMS}}</td><td>{{ms .DurationMS}}</td>
-<td>{{if eq .Status "error"}}<span class="err">error</span>{{if .StatusDescription}}: {{.StatusDescription}}{{end}}{{else}}{{.Status}}{{end}}{{if .Cause}} · cancelled, cause <span class="cause">{{.Cause}}</span>{{end}}</td>
-</tr>
-<tr class="detail"><td colspan="5">
-{{if .Attrs}}<table class="attrs mono">{{range .Attrs}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
-{{range .Events}}<div class="mono">event <b>{{.Name}}</b> at +{{ms .AtMS}}{{range .Attrs}} {{.Key}}={{.Value}}{{end}}</div>{{end}}
-<span class="mono muted">span {{.SpanID}}{{if .ParentSpanID}} · parent {{.ParentSpanID}}{{end}}</span>
-</td></tr>
-{{end}}</table>
-
-{{if .Siblings}}<h2>Other kept traces of {{.Key}}</h2>
-<table>
-<tr><th>start</th><th>duration</th><th>outcome</th><th>kept as</th><th>trace</th></tr>
-{{range .Siblings}}<tr><td>{{.Start.Format "15:04:05.000"}}</td><td>{{ms .DurationMS}}</td><td>{{.Outcome}}{{if .Detail}}: {{.Detail}}{{end}}</td>
-<td>{{range $i, $c := .Classes}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td class="mono"><a href="{{$.Base}}/trace/{{.TraceID}}">{{.TraceID}}</a></td></tr>
-{{end}}</table>{{end}}
-<p class="muted">Trace ring: {{.Memory.Traces}} traces, {{.Memory.Spans}} spans, {{.Memory.Keys}} method/tool keys; about {{bytes .Memory.Bytes}} of memory, at most {{bytes .Memory.Bound}}.</p>
-</body>
-</html>
-`
+// writeTrace writes the view of a trace, p.
+func writeTrace(out io.Writer, p tracePage) error {
+	h := newHTMLWriter(out)
+	h.f("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Trace %s · %s</title>\n<style>%s</style>\n</head>\n<body>\n",
+		p.TraceID, p.Service, markup(traceViewCSS))
+	h.f("<div class=\"muted\"><a href=\"%s\">← %s</a> · <a href=\"?format=json\">JSON</a></div>\n<h1>%s</h1>\n<div class=\"mono muted\">trace %s</div>\n",
+		either(p.Base, "/"), p.Service, either(p.Key, p.Root), p.TraceID)
+	h.f("<div class=\"outcome o-%s\">", either(p.Outcome, "ok"))
+	switch p.Outcome {
+	case "cancelled":
+		h.f(`Cancelled · cause <span class="cause">%s</span>`, p.Detail)
+	case "dropped":
+		h.f(`Response dropped · reason <span class="cause">%s</span>`, p.Detail)
+	case "error":
+		h.raw(`<span class="err">Failed</span>`)
+		if p.Detail != "" {
+			h.f(`: <b>%s</b>`, p.Detail)
+		}
+	case "":
+		h.raw("In progress: its root span has not ended")
+	default:
+		h.raw("OK")
+	}
+	h.f("\n · %s · %d span(s)", formatMS(p.DurationMS), len(p.Spans))
+	if p.DroppedSpans != 0 {
+		h.f(" · %d span(s) not kept", p.DroppedSpans)
+	}
+	if len(p.Classes) > 0 {
+		h.f(" · kept as %s", joined(p.Classes))
+	}
+	h.raw("\n</div>\n\n<h2>Spans</h2>\n<table>\n<tr><th>span</th><th>timeline</th><th>start</th><th>duration</th><th>status</th></tr>\n")
+	for _, r := range p.Rows {
+		h.raw("<tr class=\"span\">\n<td>" + strings.Repeat(`<span class="ind"></span>`, len(r.Indent)))
+		h.f(`<b>%s</b> <span class="muted">%s</span></td>`, r.Name, r.Kind)
+		class := r.Kind
+		if r.Status == "error" {
+			class += " error"
+		} else if r.Cause != "" {
+			class += " cancelled"
+		}
+		h.f("\n<td><svg class=\"bar\" width=\"320\" height=\"12\" viewBox=\"0 0 1000 12\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"from +%s, for %s\"><rect x=\"%s\" y=\"1\" width=\"%s\" height=\"10\" class=\"%s\"></rect></svg></td>\n",
+			formatMS(r.OffsetMS), formatMS(r.DurationMS), r.BarX, r.BarW, class)
+		h.f("<td>+%s</td><td>%s</td>\n<td>", formatMS(r.OffsetMS), formatMS(r.DurationMS))
+		if r.Status == "error" {
+			h.raw(`<span class="err">error</span>`)
+			if r.StatusDescription != "" {
+				h.f(": %s", r.StatusDescription)
+			}
+		} else {
+			h.f("%s", r.Status)
+		}
+		if r.Cause != "" {
+			h.f(` · cancelled, cause <span class="cause">%s</span>`, r.Cause)
+		}
+		h.raw("</td>\n</tr>\n<tr class=\"detail\"><td colspan=\"5\">\n")
+		if len(r.Attrs) > 0 {
+			h.raw(`<table class="attrs mono">`)
+			for _, kv := range r.Attrs {
+				h.f("<tr><td>%s</td><td>%s</td></tr>", kv.Key, kv.Value)
+			}
+			h.raw("</table>")
+		}
+		h.raw("\n")
+		for _, e := range r.Events {
+			h.f(`<div class="mono">event <b>%s</b> at +%s`, e.Name, formatMS(e.AtMS))
+			for _, kv := range e.Attrs {
+				h.f(" %s=%s", kv.Key, kv.Value)
+			}
+			h.raw("</div>")
+		}
+		h.f("\n<span class=\"mono muted\">span %s", r.SpanID)
+		if r.ParentSpanID != "" {
+			h.f(" · parent %s", r.ParentSpanID)
+		}
+		h.raw("</span>\n</td></tr>\n")
+	}
+	h.raw("</table>\n\n")
+	if len(p.Siblings) > 0 {
+		h.f("<h2>Other kept traces of %s</h2>\n<table>\n<tr><th>start</th><th>duration</th><th>outcome</th><th>kept as</th><th>trace</th></tr>\n", p.Key)
+		for _, s := range p.Siblings {
+			h.f("<tr><td>%s</td><td>%s</td><td>%s", clock(s.Start), formatMS(s.DurationMS), s.Outcome)
+			if s.Detail != "" {
+				h.f(": %s", s.Detail)
+			}
+			h.f("</td>\n<td>%s</td><td class=\"mono\"><a href=\"%s/trace/%s\">%s</a></td></tr>\n", joined(s.Classes), p.Base, s.TraceID, s.TraceID)
+		}
+		h.raw("</table>")
+	}
+	m := p.Memory
+	h.f("\n<p class=\"muted\">Trace ring: %d traces, %d spans, %d method/tool keys; about %s of memory, at most %s.</p>\n</body>\n</html>\n",
+		m.Traces, m.Spans, m.Keys, formatBytes(m.Bytes), formatBytes(m.Bound))
+	return h.flush()
+}

@@ -325,7 +325,7 @@ func TestAuditLineBounded(t *testing.T) {
 		r.RecvResponseTo(5) // an error: no such tool
 		synctest.Wait()
 		// A long id may be refused before the middleware: then it has no line.
-		r.RequestID(transport.StringID(strings.Repeat("i", 1<<20)), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"a": 1}})
+		r.Send(&transport.Request{ID: transport.StringID(strings.Repeat("i", 1<<20)), Method: "tools/call", Params: json.RawMessage(`{"name":"echo","arguments":{"a":1}}`)})
 		r.Recv()
 		synctest.Wait()
 		r.SendCallTool(4, "echo", map[string]any{"text": "hello"})
@@ -370,7 +370,7 @@ func TestAuditEscapesInvisible(t *testing.T) {
 		var out lockedBuffer
 		r := newRig(t, []server.Middleware{middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))}).start(nil)
 		r.Initialize("", nil)
-		r.RequestID(transport.StringID("id\u202e1"), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text\u2066": "hi\u200f", "a\u200b": 1}})
+		r.Send(&transport.Request{ID: transport.StringID("id\u202e1"), Method: "tools/call", Params: json.RawMessage("{\"name\":\"echo\",\"arguments\":{\"text\u2066\":\"hi\u200f\",\"a\u200b\":1}}")})
 		r.Recv()
 		synctest.Wait()
 		r.SendCallTool(3, "ech\u202eo", nil)

@@ -57,7 +57,7 @@ func TestLogging(t *testing.T) {
 			name: "string ids, quoted as slog quotes them",
 			run: func(t *testing.T, r *rig) {
 				for _, id := range []string{"req-7", "a b=\"c\"", ""} {
-					r.RequestID(transport.StringID(id), "ping", nil)
+					r.Send(&transport.Request{ID: transport.StringID(id), Method: "ping"})
 					require.Nil(t, r.RecvResponse().Error)
 					synctest.Wait() // the record follows the written response
 				}

@@ -42,7 +42,7 @@ func TestTracingSpanNamesKindsAttributes(t *testing.T) {
 		h.RecvResponseTo(3)
 		h.Request(4, "resources/read", map[string]any{"uri": "file:///readme.txt"})
 		h.RecvResponseTo(4)
-		h.RequestID(transport.StringID("five"), "ping", nil)
+		h.Send(&transport.Request{ID: transport.StringID("five"), Method: "ping"})
 		h.Recv()
 		synctest.Wait()
 		sid = h.sessionID()

@@ -35,15 +35,14 @@ func ExampleElicit() {
 		panic(err)
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
 	// The client declares elicitation; when the server asks, it shows the
 	// form and the user fills it in.
-	c := mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"elicitation": map[string]any{}}),
+	c := mcptest.Connect(nil, srv, mcptest.WithCapabilities(map[string]any{"elicitation": map[string]any{}}),
 		mcptest.WithRequestHandler(func(_ context.Context, ask *transport.Request) (any, error) {
 			fmt.Println(ask.Method, string(ask.Params))
 			return map[string]any{"action": "accept", "content": map[string]any{"email": "ada@example.com", "frequency": "daily"}}, nil
 		}))
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.CallTool("subscribe", nil).Text())
 	// Output:
 	// elicitation/create {"message":"Where should we send the newsletter?","requestedSchema":{"type":"object","properties":{"email":{"type":"string","format":"email","title":"Email"},"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},"required":["email"]}}

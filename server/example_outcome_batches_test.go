@@ -20,9 +20,8 @@ func ExampleWithOutcomeBatches() {
 		}
 	}}
 	srv := server.New(server.WithObserver(countPings), server.WithOutcomeBatches(4, time.Hour))
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	for range 2 {
 		if _, rpcErr := c.Call("ping", nil); rpcErr != nil {
 			fmt.Println(rpcErr.Message)

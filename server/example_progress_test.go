@@ -29,9 +29,8 @@ func ExampleReportProgress() {
 		panic(err)
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("tools/call", map[string]any{"name": "index", "_meta": map[string]any{"progressToken": "job-1"}})
 	for range 3 { // the notifications that came before the answer, kept in order
 		n := c.Recv().(*transport.Request)

@@ -35,9 +35,8 @@ func ExampleServer_AddPrompt() {
 	if err != nil {
 		panic(err)
 	}
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.ListPrompts()[0].Arguments[0].Name)
 	res := c.GetPrompt("review", map[string]string{"code": "x := 1", "focus": "naming"})
 	fmt.Println(res.Messages[0].Content.(*server.TextContent).Text)

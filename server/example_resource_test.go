@@ -41,9 +41,8 @@ func ExampleServer_AddResourceTemplate() {
 	if err != nil {
 		panic(err)
 	}
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.ReadResource("weather://Paris/today")[0].Text)
 	_, rpcErr := c.Call("resources/read", map[string]any{"uri": "weather://Atlantis/today"})
 	fmt.Println(rpcErr.Code, rpcErr.Message)

@@ -24,9 +24,8 @@ func ExampleServer_AddSkill() {
 		fmt.Println(err)
 		return
 	}
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("skills/get", map[string]any{"uri": "skill://acme/greeting/SKILL.md"})
 	fmt.Println(string(res))
 	fmt.Printf("%q\n", c.ReadResource("skill://acme/greeting/examples/hi.txt")[0].Text)
@@ -53,9 +52,8 @@ func ExampleServer_AddSkill_dynamic() {
 		fmt.Println(err)
 		return
 	}
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("skills/list", nil)
 	fmt.Println(string(res))
 	fmt.Printf("%q\n", c.ReadResource("skill://reports/daily/SKILL.md")[0].Text)
@@ -80,9 +78,8 @@ func ExampleServer_AddSkills() {
 	}
 	fmt.Println(paths)
 	fmt.Println(srv.RemoveSkills("acme/billing/refunds"))
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("resources/directory/read", map[string]any{"uri": "skill://git-workflow"})
 	fmt.Println(string(res))
 	// Output:

@@ -34,9 +34,8 @@ func ExampleToolExecution() {
 		panic(err)
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	var task struct {
 		Task struct {
 			TaskID string `json:"taskId"`

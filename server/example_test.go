@@ -28,9 +28,8 @@ func Example() {
 		panic(err)
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Pipe(t, srv) // serves one session of srv over an in-memory pipe
+	c := mcptest.Pipe(nil, srv) // serves one session of srv over an in-memory pipe (in a test: Pipe(t, srv))
+	defer func() { _ = c.Close() }()
 	info := c.Initialize("2025-11-25", nil)
 	fmt.Println(info.ServerInfo.Name, info.ProtocolVersion, string(info.Capabilities))
 	fmt.Println(c.CallTool("greet", map[string]any{"name": "Ada"}).Text())

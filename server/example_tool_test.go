@@ -32,9 +32,8 @@ func ExampleAddTypedTool() {
 		panic(err)
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
-	c := mcptest.Connect(t, srv) // a client over an in-memory pipe, initialized
+	c := mcptest.Connect(nil, srv)   // a client over an in-memory pipe, initialized
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(string(c.ListTools()[0].InputSchema))
 	res := c.CallTool("shout", map[string]any{"text": "hey", "times": 2})
 	fmt.Println(res.Text(), res.IsError)

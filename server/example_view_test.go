@@ -33,12 +33,11 @@ func ExampleServer_AddView() {
 		return
 	}
 
-	t := newExampleT() // in a test: t itself
-	defer t.done()
 	// A host that renders views declares the extension.
-	c := mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"extensions": map[string]any{
+	c := mcptest.Connect(nil, srv, mcptest.WithCapabilities(map[string]any{"extensions": map[string]any{
 		"io.modelcontextprotocol/ui": map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}},
 	}}))
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	tools, _ := c.Call("tools/list", nil)
 	fmt.Println(string(tools))
 	view, _ := c.Call("resources/read", map[string]any{"uri": "ui://clock/face"})

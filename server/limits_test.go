@@ -165,7 +165,7 @@ func TestNameBombRefusedAtAdmission(t *testing.T) {
 				text, isErr := toolText(t, h.RecvResult(4))
 				assert.False(t, isErr)
 				assert.Equal(t, "ok", text)
-				h.RequestID(transport.StringID(strings.Repeat("i", 256)), "ping", nil)
+				h.Send(&transport.Request{ID: transport.StringID(strings.Repeat("i", 256)), Method: "ping"})
 				assert.NotNil(t, h.RecvResponse().Result)
 				require.NoError(t, h.Close())
 				require.NoError(t, h.Wait())

@@ -22,9 +22,12 @@ type skillFind = func(ctx context.Context, path string) (*Skill, error)
 const maxFoundSkills = 64
 
 // skillFinder is a server's finder (SetSkillFinder) and the skills it
-// found, oldest first.
+// found, oldest first. add registers a found skill: it is the server's
+// AddSkill, set by SetSkillFinder, so that a program that sets no finder
+// and adds no skill does not link the parsing of a SKILL.md (YAML).
 type skillFinder struct {
 	find  atomic.Pointer[skillFind]
+	add   atomic.Pointer[func(Skill) error]
 	mu    sync.Mutex
 	found []string
 }
@@ -43,6 +46,8 @@ func (s *Server) SetSkillFinder(find func(ctx context.Context, path string) (*Sk
 		s.finder.find.Store(nil)
 		return
 	}
+	add := s.AddSkill
+	s.finder.add.Store(&add)
 	s.finder.find.Store(&find)
 }
 
@@ -71,7 +76,7 @@ func (s *Server) findSkill(ctx context.Context, uri string) (found bool, err err
 		return false, err
 	}
 	sk.Path, sk.Unlisted = p, true
-	if err := s.AddSkill(*sk); err != nil {
+	if err := (*s.finder.add.Load())(*sk); err != nil {
 		return false, err
 	}
 	s.finder.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil"
@@ -32,7 +33,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/redisshare"
-	"github.com/vigil-mcp/vigil/telemetry/otlpgrpc"
+
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
@@ -196,7 +197,9 @@ func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *f
 		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
 		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", buildVersion()),
 			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr),
-			otelsetup.WithGRPC(otelsetup.GRPCExporters{Spans: otlpgrpc.NewSpanExporter, Metrics: otlpgrpc.NewMetricExporter}))
+			otelsetup.WithGRPC(otelsetup.GRPCExporters{
+				Spans: func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
+			}))
 		if err != nil {
 			return nil, nil, err
 		}

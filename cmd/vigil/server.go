@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
@@ -15,7 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otlpgrpc"
+
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -53,7 +55,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		vigil.WithAllowedHosts(cfg.allowedHosts...),
 		vigil.WithShutdownGrace(drainGrace(cfg)),
 		// OTEL_EXPORTER_OTLP_PROTOCOL=grpc works here: the command links gRPC.
-		vigil.WithOTLPGRPC(otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter),
+		vigil.WithOTLPGRPC(otlptracegrpc.New, otlpmetricgrpc.New),
 	}, opts...)...)
 	if err := svc.Err(); err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ var heavyModules = map[string]string{
 	"github.com/MicahParks/keyfunc": "middleware/oauth",
 	"github.com/MicahParks/jwkset":  "middleware/oauth",
 	"github.com/google/cel-go":      "middleware/policy",
-	"google.golang.org/grpc":        "telemetry/otlpgrpc (OTLP over gRPC, which a program asks for)",
+	"google.golang.org/grpc":        "a program that asks for OTLP over gRPC (vigil.WithOTLPGRPC with OpenTelemetry's exporters)",
 	"github.com/chromedp":           "tests only",
 }
 

@@ -10,7 +10,8 @@
 // a JSON-RPC message, its params and its params._meta while it checks the
 // frame. [EachMember], [SplitObject] and [SplitObjectInto] read the
 // members of an object already known to be valid, without allocating;
-// [DecodeString], [AppendString] and [StringSize] handle JSON strings.
+// [DecodeString], [AppendString] and [StringSize] handle JSON strings;
+// [OneLine] puts a message on one line for a transport whose frame is one.
 //
 // Member names are matched exactly (JSON-RPC is case-sensitive); a name
 // written with escapes is decoded first. Of a repeated member, the last one

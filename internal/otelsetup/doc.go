@@ -6,7 +6,7 @@
 // OTLP collector packages, which import gRPC), configured by the same
 // OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, gzip
 // compression, certificates; 429, 502, 503 and 504 retried for up to a
-// minute). See [TracerProvider], and [MeterProvider] with
+// minute). See [TracerProvider], and [ExportMetrics] with
 // [MetricProducer] for pushing the telemetry package's metrics over OTLP
 // under their OpenTelemetry names.
 //
@@ -42,10 +42,10 @@
 //
 // # Metrics
 //
-// [MeterProvider] picks its exporter from OTEL_METRICS_EXPORTER:
+// [ExportMetrics] picks its exporter from OTEL_METRICS_EXPORTER:
 //
-//   - OTEL_METRICS_EXPORTER unset, or none, or OTEL_SDK_DISABLED=true: a
-//     no-op provider and nothing is pushed. Unlike traces, the default is
+//   - OTEL_METRICS_EXPORTER unset, or none, or OTEL_SDK_DISABLED=true:
+//     nothing is pushed. Unlike traces, the default is
 //     not otlp: the metrics of a Vigil server are served by its Prometheus
 //     registry, and pushing them too is a choice.
 //   - OTEL_METRICS_EXPORTER=otlp: OTLP, over OTEL_EXPORTER_OTLP_PROTOCOL (or

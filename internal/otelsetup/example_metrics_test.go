@@ -15,7 +15,7 @@ import (
 )
 
 // The Prometheus registry that serves /metrics is also what OTLP pushes:
-// MeterProvider exports MetricProducer's view of it when
+// ExportMetrics exports MetricProducer's view of it when
 // OTEL_METRICS_EXPORTER=otlp (unset, as here, it pushes nothing). The
 // producer is called directly below to show the names it exports.
 func ExampleMetricProducer() {
@@ -25,7 +25,7 @@ func ExampleMetricProducer() {
 	reg.MustRegister(m)
 
 	producer := otelsetup.MetricProducer(reg)
-	_, shutdown, err := otelsetup.MeterProvider(ctx,
+	shutdown, _, err := otelsetup.ExportMetrics(ctx,
 		otelsetup.WithService("vigil-example", "1.0.0"),
 		otelsetup.WithMetricProducer(producer))
 	if err != nil {

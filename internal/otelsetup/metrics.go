@@ -15,8 +15,6 @@ import (
 	prometheusbridge "go.opentelemetry.io/contrib/bridges/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -25,7 +23,7 @@ import (
 )
 
 // WithMetricProducer adds a producer whose metrics every export of
-// [MeterProvider] carries, such as [MetricProducer]'s.
+// [ExportMetrics] carries, such as [MetricProducer]'s.
 func WithMetricProducer(p sdkmetric.Producer) Option {
 	return optionFunc(func(c *config) {
 		if p != nil {
@@ -34,43 +32,38 @@ func WithMetricProducer(p sdkmetric.Producer) Option {
 	})
 }
 
-// MeterProvider builds a meter provider from the standard OTEL_*
-// environment, exporting the metrics of its instruments and of its
-// producers ([WithMetricProducer]) periodically, and returns it with a
-// shutdown function that exports a last time and stops the exporter; call
-// it once, with a deadline, before the process exits. OTEL_METRICS_EXPORTER
+// ExportMetrics starts pushing the metrics of its producers
+// ([WithMetricProducer]) periodically, where the standard OTEL_*
+// environment says, and returns a shutdown function that exports a last
+// time and stops the exporter (call it once, with a deadline, before the
+// process exits) and whether anything is pushed. OTEL_METRICS_EXPORTER
 // chooses the exporter, none by default (the package doc lists the
 // values: otlp, console, none; any other is an error);
-// OTEL_METRIC_EXPORT_INTERVAL and OTEL_METRIC_EXPORT_TIMEOUT set the
-// period. The resource is the one [TracerProvider] builds (see
-// [WithService]). Like TracerProvider, it sets no global (no
-// otel.SetMeterProvider).
-func MeterProvider(ctx context.Context, opts ...Option) (metric.MeterProvider, func(context.Context) error, error) {
+// OTEL_METRIC_EXPORT_INTERVAL and OTEL_METRIC_EXPORT_TIMEOUT set the period
+// and bound each export, in milliseconds (60 s and 30 s by default). The
+// resource is the one [TracerProvider] builds (see [WithService]). It
+// builds no meter provider (the metrics are the producers') and sets no
+// global.
+func ExportMetrics(ctx context.Context, opts ...Option) (shutdown func(context.Context) error, exporting bool, err error) {
 	cfg := newConfig(opts)
 	noShutdown := func(context.Context) error { return nil }
 	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {
-		return metricnoop.NewMeterProvider(), noShutdown, nil
+		return noShutdown, false, nil
 	}
 	exp, err := metricExporter(ctx, cfg)
 	if err != nil || exp == nil {
-		return metricnoop.NewMeterProvider(), noShutdown, err
+		return noShutdown, false, err
 	}
 	res, err := newResource(ctx, cfg)
 	if err != nil {
-		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
+		return nil, false, errors.Join(err, exp.Shutdown(ctx))
 	}
-	readerOpts := make([]sdkmetric.PeriodicReaderOption, 0, len(cfg.producers))
-	for _, p := range cfg.producers {
-		readerOpts = append(readerOpts, sdkmetric.WithProducer(p))
-	}
-	mp := sdkmetric.NewMeterProvider(
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, readerOpts...)),
-		sdkmetric.WithResource(res))
-	return mp, mp.Shutdown, nil
+	interval, timeout := exportPeriod()
+	return startPeriodicExport(exp, cfg.producers, res, interval, timeout).shutdown, true, nil
 }
 
 // MetricsExporter returns the value of OTEL_METRICS_EXPORTER that
-// [MeterProvider] acts on: "none" when unset or when OTEL_SDK_DISABLED is
+// [ExportMetrics] acts on: "none" when unset or when OTEL_SDK_DISABLED is
 // true, for logs and status pages.
 func MetricsExporter() string {
 	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {

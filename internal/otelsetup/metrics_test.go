@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -150,7 +149,7 @@ func TestMetricProducer(t *testing.T) {
 	assert.Equal(t, "By", byName["mcp.server.received_bytes"].Unit)
 }
 
-func TestMeterProviderEnvironment(t *testing.T) {
+func TestExportMetricsEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -174,14 +173,13 @@ func TestMeterProviderEnvironment(t *testing.T) {
 			if tc.grpc {
 				grpc = otelsetup.WithGRPC(grpcExporters)
 			}
-			mp, shutdown, err := otelsetup.MeterProvider(t.Context(), grpc, otelsetup.WithConsoleWriter(io.Discard))
+			shutdown, exporting, err := otelsetup.ExportMetrics(t.Context(), grpc, otelsetup.WithConsoleWriter(io.Discard))
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			_, isNoop := mp.(metricnoop.MeterProvider)
-			assert.Equal(t, tc.noop, isNoop, "%T", mp)
+			assert.Equal(t, !tc.noop, exporting)
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
 			_ = shutdown(ctx) // nothing listens on the default endpoint
@@ -189,10 +187,10 @@ func TestMeterProviderEnvironment(t *testing.T) {
 	}
 }
 
-// TestMeterProviderFlushesOnShutdown: with an export interval of an hour,
+// TestExportMetricsFlushesOnShutdown: with an export interval of an hour,
 // the metrics still reach the OTLP endpoint, at shutdown, renamed, with the
 // resource.
-func TestMeterProviderFlushesOnShutdown(t *testing.T) {
+func TestExportMetricsFlushesOnShutdown(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		reqs []*colmetricpb.ExportMetricsServiceRequest
@@ -215,7 +213,7 @@ func TestMeterProviderFlushesOnShutdown(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
 		"OTEL_METRIC_EXPORT_INTERVAL": "3600000",
 	})
-	_, shutdown, err := otelsetup.MeterProvider(t.Context(),
+	shutdown, _, err := otelsetup.ExportMetrics(t.Context(),
 		otelsetup.WithService("vigil-test", "v0"),
 		otelsetup.WithMetricProducer(otelsetup.MetricProducer(recordLoad(t))))
 	require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/receiving"
 )
 
-// Option configures [TracerProvider], [SpanExporter] and [MeterProvider];
+// Option configures [TracerProvider], [SpanExporter] and [ExportMetrics];
 // a nil Option is ignored.
 type Option interface{ apply(*config) }
 
@@ -47,7 +47,7 @@ type GRPCExporters struct {
 // WithGRPC lets OTEL_EXPORTER_OTLP_PROTOCOL=grpc (or its per-signal
 // variable) choose OTLP over gRPC, with the exporters e builds: the
 // package links no gRPC itself, so that a program that does not ask for
-// it (the telemetry/otlpgrpc package builds them) does not link it.
+// it (vigil.WithOTLPGRPC with OpenTelemetry's exporters) does not link it.
 // Without it, grpc is an error that says how to ask for it.
 func WithGRPC(e GRPCExporters) Option {
 	return optionFunc(func(c *config) { c.grpc = &e })
@@ -57,7 +57,7 @@ func WithGRPC(e GRPCExporters) Option {
 // WithGRPC.
 func errNoGRPC(variable string) error {
 	return fmt.Errorf("otelsetup: %s=grpc: this program does not link OTLP over gRPC; "+
-		"import github.com/vigil-mcp/vigil/telemetry/otlpgrpc and give vigil.New the option vigil.WithOTLPGRPC(otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter), "+
+		"give vigil.New the option vigil.WithOTLPGRPC(otlptracegrpc.New, otlpmetricgrpc.New) (OpenTelemetry's exporters), "+
 		"or use http/protobuf (the default)", variable)
 }
 

@@ -65,7 +65,7 @@ func TestSpanExporter(t *testing.T) {
 		{name: "unset with a traces endpoint is otlp", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, want: &otlptrace.Exporter{}},
 		{name: "otlp over http", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, want: &otlptrace.Exporter{}},
 		{name: "otlp over grpc, asked for", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, grpc: true, want: &otlptrace.Exporter{}},
-		{name: "otlp over grpc, not linked", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantErr: `otelsetup: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this program does not link OTLP over gRPC; import github.com/vigil-mcp/vigil/telemetry/otlpgrpc`},
+		{name: "otlp over grpc, not linked", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantErr: `otelsetup: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this program does not link OTLP over gRPC; give vigil.New the option vigil.WithOTLPGRPC(otlptracegrpc.New, otlpmetricgrpc.New)`},
 		{name: "otlp traces protocol wins", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "bogus", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, grpc: true, want: &otlptrace.Exporter{}},
 		{name: "otlp traces protocol names itself", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, wantErr: `otelsetup: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc: `},
 		{name: "otlp bad endpoint", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, wantErr: `the OTLP traces endpoint "127.0.0.1:4318" is not an http or https URL`},
@@ -99,8 +99,8 @@ func TestSpanExporter(t *testing.T) {
 	}
 }
 
-// grpcExporters are the gRPC exporters, as package telemetry/otlpgrpc
-// builds them.
+// grpcExporters are the gRPC exporters, as vigil.WithOTLPGRPC
+// builds them from OpenTelemetry's constructors.
 var grpcExporters = otelsetup.GRPCExporters{
 	Spans:   func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
 	Metrics: func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetricgrpc.New(ctx) },

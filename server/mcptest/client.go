@@ -15,9 +15,10 @@ import (
 // fails calls t.Fatalf, so it must run on the test's goroutine, and reading
 // ([Client.Recv] and the typed calls) is for one goroutine at a time.
 type Client struct {
-	t    testing.TB
-	conn transport.Conn
-	cfg  config
+	t       testing.TB
+	outside *outsideTest // t, for a client made outside a test
+	conn    transport.Conn
+	cfg     config
 
 	mu     sync.Mutex
 	nextID int64               // the last id a typed call used
@@ -30,13 +31,18 @@ type Client struct {
 
 // NewClient returns a client on conn, before the initialize handshake
 // (see [Client.Initialize]). It closes conn when the test ends. conn must
-// not be nil.
+// not be nil; t may be, outside a test (the package doc says how).
 func NewClient(t testing.TB, conn transport.Conn, opts ...Option) *Client {
+	var outside *outsideTest
+	if t == nil {
+		outside = newOutsideTest()
+		t = outside
+	}
 	t.Helper()
 	if conn == nil {
 		t.Fatalf("mcptest: NewClient with a nil Conn")
 	}
-	c := &Client{t: t, conn: conn, cfg: newConfig(opts)}
+	c := &Client{t: t, outside: outside, conn: conn, cfg: newConfig(opts)}
 	t.Cleanup(func() { _ = conn.Close() })
 	return c
 }
@@ -46,8 +52,16 @@ func NewClient(t testing.TB, conn transport.Conn, opts ...Option) *Client {
 func (c *Client) Conn() transport.Conn { return c.conn }
 
 // Close closes the client's end of the connection: the server sees its
-// peer go away. It is idempotent.
-func (c *Client) Close() error { return c.conn.Close() }
+// peer go away. For a client made outside a test (a nil t), it then does
+// what the end of a test does: for [Pipe] and [Connect], it waits for the
+// server's Serve to return. It is idempotent.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	if c.outside != nil {
+		c.outside.end()
+	}
+	return err
+}
 
 // Wait waits for the server's Serve to return and returns its error, for a
 // client made by [Pipe] or [Connect]; it may be called any number of
@@ -123,14 +137,15 @@ func (c *Client) SendFrame(frame []byte) {
 // answer (read it with [Client.RecvResult] and the like). params is
 // marshaled with [encoding/json], except that a string, []byte or
 // [json.RawMessage] is sent as the JSON text it holds, and nil leaves
-// params out.
+// params out. A request with another kind of id, a string one say, is
+// sent with [Client.Send] of a [transport.Request].
 func (c *Client) Request(id int64, method string, params any) {
 	c.t.Helper()
-	c.RequestID(transport.Int64ID(id), method, params)
+	c.request(transport.Int64ID(id), method, params)
 }
 
-// RequestID is [Client.Request] with any kind of id, a string one say.
-func (c *Client) RequestID(id transport.ID, method string, params any) {
+// request sends a request with id, params as for [Client.Request].
+func (c *Client) request(id transport.ID, method string, params any) {
 	c.t.Helper()
 	c.Send(&transport.Request{ID: id, Method: method, Params: c.encode(params)})
 }
@@ -272,7 +287,7 @@ func (c *Client) Call(method string, params any) (json.RawMessage, *transport.Er
 	c.nextID++
 	id := transport.Int64ID(c.nextID)
 	c.mu.Unlock()
-	c.RequestID(id, method, params)
+	c.request(id, method, params)
 	return c.await(id)
 }
 

@@ -34,7 +34,16 @@
 // must be called from the test's goroutine. Cleanup is registered with
 // [testing.TB.Cleanup]: the Client closes its Conn and, for [Pipe] and
 // [Connect], waits for the server's Serve to return, so no goroutine
-// outlives the test. The package imports no Vigil package but transport,
+// outlives the test.
+//
+// Outside a test, in an Example that has no *testing.T, t may be nil: a
+// failure then panics, and [Client.Close] does what the end of the test
+// would, so an Example defers it:
+//
+//	c := mcptest.Connect(nil, srv) // in a test: t
+//	defer c.Close()
+//
+// The package imports no Vigil package but transport,
 // transport/memory and transport/streamable, so that any package,
 // server's own tests included, can use it.
 package mcptest

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"testing"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -13,12 +12,10 @@ import (
 
 // A test of your own tool: build the server as in production, connect a
 // client over an in-memory pipe, call the tool and check its answer. In a
-// test file the body below is that of func TestGreet(t *testing.T); Go runs
-// Examples without a *testing.T, so a minimal stand-in plays t here.
+// test file the body below is that of func TestGreet(t *testing.T), with t
+// for nil; an Example has no *testing.T, so it passes nil and closes the
+// client itself.
 func Example() {
-	t := newExampleT()
-	defer t.cleanup()
-
 	type in struct {
 		Name string `json:"name"`
 	}
@@ -32,7 +29,8 @@ func Example() {
 			return server.Text("hello, " + args.Name), nil
 		})
 
-	c := mcptest.Connect(t, srv)
+	c := mcptest.Connect(nil, srv)   // in a test: mcptest.Connect(t, srv)
+	defer func() { _ = c.Close() }() // in a test: done when the test ends
 	fmt.Println(c.ListTools()[0].Description)
 	res := c.CallTool("greet", map[string]any{"name": "ada"})
 	fmt.Println(res.Text(), res.IsError)
@@ -42,29 +40,4 @@ func Example() {
 	// Greets someone.
 	// hello, ada false
 	// whom should I greet? true
-}
-
-// exampleT is the little of a *testing.T that mcptest uses.
-type exampleT struct {
-	testing.TB // not implemented: calling another method panics
-	ctx        context.Context
-	cancel     context.CancelFunc
-	cleanups   []func()
-}
-
-func newExampleT() *exampleT {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &exampleT{ctx: ctx, cancel: cancel}
-}
-
-func (t *exampleT) Helper()                           {}
-func (t *exampleT) Context() context.Context          { return t.ctx }
-func (t *exampleT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *exampleT) Errorf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *exampleT) cleanup() {
-	t.cancel()
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
 }

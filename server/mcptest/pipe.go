@@ -15,9 +15,10 @@ import (
 // waits for Serve to return; [Client.Wait] returns what Serve returned.
 // The options [WithServeContext] and [WithServerConn] shape the Serve call.
 func Pipe(t testing.TB, srv streamable.Server, opts ...Option) *Client {
-	t.Helper()
 	clientEnd, serverEnd := memory.NewPair()
 	c := NewClient(t, clientEnd, opts...)
+	t = c.t // a stand-in when t is nil
+	t.Helper()
 	var conn transport.Conn = serverEnd
 	if c.cfg.serverConn != nil {
 		conn = c.cfg.serverConn(serverEnd)
@@ -37,8 +38,8 @@ func Pipe(t testing.TB, srv streamable.Server, opts ...Option) *Client {
 // Connect is [Pipe] followed by [Client.Initialize] of 2025-11-25 with the
 // capabilities of the options: a client ready for tools/call and the rest.
 func Connect(t testing.TB, srv streamable.Server, opts ...Option) *Client {
-	t.Helper()
 	c := Pipe(t, srv, opts...)
+	c.t.Helper()
 	c.Initialize("", nil)
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -359,15 +359,12 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	if err != nil {
 		return err
 	}
-	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
-		// Params or results from a caller's raw JSON may be indented, or
-		// hold a lone CR, which a reader of universal newlines (Python's
-		// text streams) takes for a line's end.
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, b); err != nil {
-			return fmt.Errorf("stdio: write: invalid JSON in message: %w", err)
-		}
-		b = append(b[:0], compact.Bytes()...)
+	line, valid := jsonscan.OneLine(b) // a frame is a line
+	if !valid {
+		return errors.New("stdio: write: invalid JSON in message")
+	}
+	if len(line) != len(b) { // compacted: valid JSON loses its CR and LF
+		b = append(b[:0], line...)
 	}
 	b = append(b, '\n')
 	*bp = b

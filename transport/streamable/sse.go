@@ -1,63 +1,37 @@
 package streamable
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
 // writeEvent writes one SSE event: an optional id and the data, a JSON
-// message, on one line (oneLine).
+// message, on one line (jsonscan.OneLine).
 func writeEvent(w io.Writer, id string, data []byte) error {
-	data = oneLine(data)
+	data, _ = jsonscan.OneLine(data)
 	b := appendEventHead(make([]byte, 0, len(data)+len(id)+32), id)
 	b = append(b, data...)
 	_, err := w.Write(append(b, eventTail...))
 	return err
 }
 
-// appendEventMessage appends m, encoded on one line (oneLine), to b, an
-// event's head (appendEventHead): the data of an SSE event, eventTail to
-// follow.
+// appendEventMessage appends m, encoded on one line (jsonscan.OneLine),
+// to b, an event's head (appendEventHead): the data of an SSE event,
+// eventTail to follow.
 func appendEventMessage(b []byte, m transport.Message) ([]byte, error) {
 	head := len(b)
 	b, err := transport.AppendMessage(b, m)
 	if err != nil {
 		return b, err
 	}
-	if data := oneLine(b[head:]); len(data) != len(b)-head {
+	if data, _ := jsonscan.OneLine(b[head:]); len(data) != len(b)-head {
 		b = append(b[:head], data...)
 	}
 	return b, nil
-}
-
-// oneLine returns data, an encoded JSON message, without CR or LF: an SSE
-// data line ends at either, and the rest of the message would be read as
-// other fields, or lost, and the event left unparseable. A result or
-// params relayed as another peer sent them (a gateway's upstream, a
-// RawToolResult) may hold either as JSON white space: compacted, only
-// that white space goes (in valid JSON, CR and LF are never in a string).
-// Data that is not valid JSON has each replaced by a space.
-func oneLine(data []byte) []byte {
-	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
-		return data
-	}
-	var compact bytes.Buffer
-	compact.Grow(len(data))
-	if json.Compact(&compact, data) == nil {
-		return compact.Bytes()
-	}
-	out := bytes.Clone(data)
-	for i, c := range out {
-		if c == '\n' || c == '\r' {
-			out[i] = ' '
-		}
-	}
-	return out
 }
 
 // appendEventHead appends an SSE event's fields before its data (an
