@@ -67,6 +67,14 @@ type Upstream struct {
 	// listings, the GET stream). An error fails that request only; its
 	// text must hold no secret.
 	Credentials func(ctx context.Context) (http.Header, error)
+	// Authorize, when set, is asked before each caller's request (a
+	// tools/call, a resources/read, ...) goes to the upstream, with the
+	// caller's ctx: an error answers the caller as it is (a
+	// *server.Error keeps its code and data, -32042 asking the user to
+	// authorize the upstream in a browser) and nothing is sent. What no
+	// caller sends (initialize of the catalog's session, listings) is not
+	// asked about.
+	Authorize func(ctx context.Context) error
 	// Tools, when not empty, filters the upstream's tools by their own
 	// names (before any prefix): a tool is served when a pattern matches
 	// it (path.Match globs; every tool when all patterns are denials) and

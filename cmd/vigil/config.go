@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
@@ -91,6 +92,7 @@ type config struct {
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
 	upstreamAuth map[string]upstreamspec.Auth // -upstream-auth, by upstream name: its secrets never printed
+	connect      connect.Flags                // -connect-*: the gateway's client at -auth-issuer, for the user mode
 	upstreams    []gateway.Upstream           // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
 	// An upstream session per downstream session (gateway.Config).
 	upstreamMaxProcesses  int           // -upstream-max-processes: processes of each stdio upstream serving one session each

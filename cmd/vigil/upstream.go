@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -56,9 +55,7 @@ func drainGrace(cfg config) time.Duration {
 
 // knownToolNames returns names (the tools served, sorted) and the tools
 // the flags name (-tool-rate-limits, -auth-policy, -auth-tool-scopes) that
-// an upstream not ready yet may serve once it is (NAME_tool with several
-// upstreams; any with one), which are checked only against what is served
-// now: those are logged, and no longer refused.
+// an upstream not ready yet may serve (upstreamspec.KnownToolNames).
 func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, logger *slog.Logger) []string {
 	var named []string
 	for tool := range cfg.toolRateLimits {
@@ -72,25 +69,7 @@ func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, lo
 	for tool := range cfg.authToolScopes {
 		named = append(named, tool)
 	}
-	var pending []string
-	for _, tool := range named {
-		if _, served := slices.BinarySearch(names, tool); served || slices.Contains(pending, tool) {
-			continue
-		}
-		for _, st := range sts {
-			if st.State != gateway.StateReady && (len(sts) == 1 || strings.HasPrefix(tool, st.Name+"_")) {
-				pending = append(pending, tool)
-				logger.Warn("a tool the flags name is not checked: its upstream is not ready yet", "tool", tool, "upstream", st.Name)
-				break
-			}
-		}
-	}
-	if len(pending) == 0 {
-		return names
-	}
-	known := append(slices.Clone(names), pending...)
-	slices.Sort(known)
-	return known
+	return upstreamspec.KnownToolNames(named, names, sts, logger)
 }
 
 // upstreamConfig returns the gateway's configuration of cfg.
@@ -141,6 +120,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 2*time.Minute, "bound each start of an upstream (its process's spawn, initialize, the first listing), logged every 10 s while under way; the default leaves room for npx -y fetching its package on a first run; one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
+	cfg.connect.Register(fs)
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -169,6 +149,9 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 		if ua.Mode == upstreamspec.TokenExchange && cfg.exchangeEndpoint == "" {
 			return fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
 		}
+	}
+	if err := cfg.connect.Resolve(src.getenv, upstreamspec.Users(cfg.upstreamAuth), cfg.authIssuer); err != nil {
+		return err
 	}
 	for i := range cfg.upstreams {
 		cfg.upstreams[i].Shared = g.shared
@@ -213,6 +196,9 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		return func() {}, nil
 	}
 	f.creds = &upstreamspec.Credentials{}
+	if f.users, err = f.creds.StartUsers(ctx, cfg.upstreams, cfg.upstreamAuth, cfg.connect.Config(cfg.authIssuer, registry, logger)); err != nil {
+		return nil, err
+	}
 	gcfg := upstreamConfig(cfg, logger)
 	xc := upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}
 	gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, xc), registry, demoToolScopes(cfg)
@@ -226,6 +212,9 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 	names := knownToolNames(cfg, srv.ToolNames(), g.Upstreams(), logger)
 	if err = checkToolNames(cfg, names); err == nil {
 		err = checkToolScopes(names, cfg.authToolScopes)
+	}
+	if err == nil && f.users != nil {
+		err = f.users.AddTools(srv) // gateway_connections, gateway_disconnect
 	}
 	if err != nil {
 		_ = g.Close()
