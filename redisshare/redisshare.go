@@ -23,6 +23,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -103,6 +104,7 @@ const (
 type Shared struct {
 	target  *target
 	store   *redisstore.Store
+	keys    *seal.Keys // the cluster key, for the token vault (accounts.go)
 	client  redis.UniversalClient
 	rate    *redis_rate.Limiter // ratelimit.go
 	logger  *slog.Logger
@@ -186,6 +188,11 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed), redisstore.WithRefusalCounter(m.refused))
 	}
 	if s.store, err = redisstore.New(ctx, s.client, opts...); err != nil {
+		_ = s.client.Close()
+		return nil, fmt.Errorf("-redis %s: %w", t, err)
+	}
+	if s.keys, err = seal.New(cfg.ClusterKey, cfg.PreviousClusterKey); err != nil { // checked by redisstore.New
+		_ = s.store.Close()
 		_ = s.client.Close()
 		return nil, fmt.Errorf("-redis %s: %w", t, err)
 	}

@@ -1,0 +1,80 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// revokeBudget bounds the revocation requests of one Disconnect.
+const revokeBudget = 10 * time.Second
+
+// Revocation outcomes, the label of the revocations' metric.
+const (
+	revokeOK     = "revoked"
+	revokeFailed = "failed"
+)
+
+// revoke revokes e's tokens at c's revocation endpoint (RFC 7009): the
+// refresh token first, which revokes the grant's access tokens at most
+// servers, then the access token.
+func (v *Vault) revoke(ctx context.Context, upstream string, c *Client, e *entry) error {
+	ctx, cancel := context.WithTimeout(ctx, revokeBudget)
+	defer cancel()
+	var errs []error
+	if e.refresh != "" {
+		errs = append(errs, v.revokeOne(ctx, c, e.refresh, "refresh_token"))
+	}
+	errs = append(errs, v.revokeOne(ctx, c, e.access, "access_token"))
+	if err := errors.Join(errs...); err != nil {
+		v.metrics.revoked(upstream, revokeFailed)
+		v.logger.Warn("accounts: a revocation failed: the connection is removed, its tokens may live until they expire", "upstream", upstream, "error", err)
+		return fmt.Errorf("accounts: %s: the connection is removed, but its revocation failed: %w", upstream, err)
+	}
+	v.metrics.revoked(upstream, revokeOK)
+	return nil
+}
+
+// revokeOne posts one token's revocation with the client's
+// authentication. The server answers 200 whether it knew the token or
+// not.
+func (v *Vault) revokeOne(ctx context.Context, c *Client, tok secret, hint string) error {
+	form := url.Values{"token": {string(tok)}, "token_type_hint": {hint}}
+	inHeader := c.AuthStyle != oauth2.AuthStyleInParams && c.ClientSecret != ""
+	if !inHeader {
+		form.Set("client_id", c.ClientID)
+		if c.ClientSecret != "" {
+			form.Set("client_secret", c.ClientSecret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.RevocationURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return errors.New("the revocation endpoint is not a URL")
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if inHeader {
+		// RFC 6749 2.3.1: the id and secret form-encoded, then Basic.
+		req.SetBasicAuth(url.QueryEscape(c.ClientID), url.QueryEscape(c.ClientSecret))
+	}
+	resp, err := v.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL's request
+		}
+		return fmt.Errorf("%s: %w", hint, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: the revocation endpoint answered %d", hint, resp.StatusCode)
+	}
+	return nil
+}
