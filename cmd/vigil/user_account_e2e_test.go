@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// subjectUpstream is an HTTP MCP server protected by OAuth: every request
+// needs a token of its own authorization server for its own URL (else 401
+// with resource_metadata, RFC 9728); its tool whoami answers the subject
+// the call came with.
+type subjectUpstream struct {
+	url      string
+	issuer   atomic.Pointer[string]
+	verifier atomic.Pointer[oauth.TokenVerifier]
+	mu       sync.Mutex
+	tokens   []string // every bearer token received
+}
+
+func startSubjectUpstream(t *testing.T) *subjectUpstream {
+	t.Helper()
+	u := &subjectUpstream{}
+	srv := server.New()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "whoami"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		p, ok := auth.PrincipalFromContext(server.RequestFromContext(ctx).ArrivalContext())
+		if !ok {
+			return nil, fmt.Errorf("no principal")
+		}
+		return server.Text("subject=" + p.Subject), nil
+	}))
+	h := streamable.New(srv)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource" {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"resource": u.url, "authorization_servers": []string{*u.issuer.Load()}})
+			return
+		}
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var p *auth.Principal
+		var err error = fmt.Errorf("no token")
+		if tok != "" {
+			u.mu.Lock()
+			u.tokens = append(u.tokens, tok)
+			u.mu.Unlock()
+			p, err = u.verifier.Load().Verify(r.Context(), tok)
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url+`/.well-known/oauth-protected-resource"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
+	}))
+	u.url = ts.URL
+	t.Cleanup(func() {
+		_ = h.Close()
+		ts.Close()
+		if v := u.verifier.Load(); v != nil {
+			_ = v.Close()
+		}
+	})
+	return u
+}
+
+// trust makes u accept the tokens of issuer for its URL.
+func (u *subjectUpstream) trust(t *testing.T, issuer string) {
+	t.Helper()
+	v, err := oauth.NewVerifier(t.Context(), oauth.VerifierConfig{Issuer: issuer, Audiences: []string{u.url}, AllowInsecureHTTP: true})
+	require.NoError(t, err)
+	u.verifier.Store(v)
+	u.issuer.Store(&issuer)
+}
+
+func (u *subjectUpstream) seen() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.tokens...)
+}
+
+// userRig is a gateway with an upstream of -upstream-auth NAME=user, the
+// gateway's identity provider (idp) and the upstream's authorization
+// server (as), both real, on two loopback addresses.
+type userRig struct {
+	v       *vigilAuth
+	idp, as *oidcProvider
+	up      *subjectUpstream
+	base    string // the gateway's own URL
+	codes   []string
+	mu      sync.Mutex
+}
+
+const (
+	userGatewayClient = "vigil-gw"        // the gateway at the upstream's authorization server
+	userSignInClient  = "vigil-signin"    // the gateway at its own identity provider
+	userOtherClient   = "another-app"     // another client of the upstream's authorization server
+	userUpSecret      = "up-secret-7c1e"  //nolint:gosec // a test's
+	userSignInSecret  = "idp-secret-2b9a" //nolint:gosec // a test's
+)
+
+var userAccounts = []oidcClient{{ID: "alice", Secret: "alice-secret-1"}, {ID: "bob", Secret: "bob-secret-2"}}
+
+func startUserRig(t *testing.T) *userRig {
+	t.Helper()
+	port := authResource(t)
+	base := strings.TrimSuffix(port.resource, "/mcp")
+	up := startSubjectUpstream(t)
+	as := startOIDCProvider(t, oidcOptions{
+		Resource: up.url, Host: "127.0.0.2", Accounts: []string{"alice", "bob"},
+		WebClients: []oidcWebClient{
+			{ID: userGatewayClient, Secret: userUpSecret, RedirectURI: base + "/connect/callback"},
+			{ID: userOtherClient, Secret: "other-secret", RedirectURI: "http://127.0.0.1:9/cb"},
+		},
+	})
+	up.trust(t, as.Issuer())
+	idp := startOIDCProvider(t, oidcOptions{
+		Resource: port.resource, Accounts: []string{"alice", "bob"}, OtherClients: userAccounts,
+		WebClients: []oidcWebClient{{ID: userSignInClient, Secret: userSignInSecret, RedirectURI: base + "/connect/signin"}},
+	})
+	file := filepath.Join(t.TempDir(), "up-secret")
+	require.NoError(t, os.WriteFile(file, []byte(userUpSecret+"\n"), 0o600))
+	v := startVigilAuth(t, port, idp.Issuer(), []string{"CONNECT_SECRET=" + userSignInSecret},
+		"-upstream", "u="+up.url, "-upstream-auth", "u=user,client_id="+userGatewayClient+",client_secret=@"+file+",scopes=vigil.read",
+		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET")
+	return &userRig{v: v, idp: idp, as: as, up: up, base: base}
+}
+
+// token returns a gateway token of user (its sub is the user).
+func (r *userRig) token(t *testing.T, user oidcClient) string {
+	t.Helper()
+	status, tok := r.idp.TokenFor(t, user, r.v.resource, "vigil.read")
+	require.Equal(t, http.StatusOK, status)
+	return tok.AccessToken
+}
+
+// browser is a user's browser: its cookies, the URLs it went through.
+type browser struct {
+	hc      *http.Client
+	visited []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	b := &browser{}
+	b.hc = &http.Client{Jar: jar, Timeout: 20 * time.Second, Transport: &http.Transport{}, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		b.visited = append(b.visited, req.URL.String())
+		return nil
+	}}
+	t.Cleanup(b.hc.CloseIdleConnections)
+	return b
+}
+
+var loginForm = regexp.MustCompile(`action="(/interaction/[^"]+/login)"`)
+
+// open opens link and signs in as user at each login page on the way
+// ("" signs in nowhere); it returns the last page's status and body.
+func (b *browser) open(t *testing.T, link, user string) (int, string) {
+	t.Helper()
+	resp, err := b.hc.Get(link)
+	require.NoError(t, err)
+	for {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		m := loginForm.FindSubmatch(body)
+		if m == nil || user == "" {
+			return resp.StatusCode, string(body)
+		}
+		at := resp.Request.URL.ResolveReference(&url.URL{Path: string(m[1])})
+		resp, err = b.hc.PostForm(at.String(), url.Values{"login": {user}})
+		require.NoError(t, err)
+	}
+}
+
+// elicitation is the URL elicitation of a -32042 error.
+type elicitation struct {
+	Mode, ElicitationID, URL, Message string
+}
+
+func urlElicitationOf(t *testing.T, code int64, data json.RawMessage) elicitation {
+	t.Helper()
+	require.Equal(t, int64(protocol.CodeURLElicitationRequired), code)
+	var d struct {
+		Elicitations []struct {
+			Mode          string `json:"mode"`
+			ElicitationID string `json:"elicitationId"`
+			URL           string `json:"url"`
+			Message       string `json:"message"`
+		} `json:"elicitations"`
+	}
+	require.NoError(t, json.Unmarshal(data, &d), "%s", data)
+	require.Len(t, d.Elicitations, 1)
+	e := d.Elicitations[0]
+	require.Equal(t, "url", e.Mode)
+	require.NotEmpty(t, e.ElicitationID)
+	return elicitation{Mode: e.Mode, ElicitationID: e.ElicitationID, URL: e.URL, Message: e.Message}
+}
+
+// call2026 calls tool as a stateless 2026-07-28 request with token.
+func (r *userRig) call2026(t *testing.T, token, tool, args string) rpcMessage {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.v.url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := r.v.hc.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	m, err := readResponse(resp, 1, nil)
+	require.NoError(t, err)
+	return m
+}
+
+// call2025 calls tool on c, the session of one user.
+func call2025(t *testing.T, c *e2eClient, tool string, args map[string]any) rpcMessage {
+	t.Helper()
+	m, err := c.callTool(t.Context(), tool, args, "")
+	require.NoError(t, err)
+	return m
+}
+
+// connect completes the URL elicitation e in a new browser signed in as
+// user, and requires the page saying it is done.
+func (r *userRig) connect(t *testing.T, e elicitation, user string) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(e.URL, r.base+"/connect/"), e.URL)
+	b := newBrowser(t)
+	status, body := b.open(t, e.URL, user)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "Your account is connected")
+	r.remember(b)
+}
+
+// remember keeps the codes b carried, for the searches of TestUserAccount.
+func (r *userRig) remember(b *browser) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range b.visited {
+		if u, err := url.Parse(v); err == nil && u.Query().Get("code") != "" {
+			r.codes = append(r.codes, u.Query().Get("code"))
+		}
+	}
+}
+
+func resultText(t *testing.T, m rpcMessage) string {
+	t.Helper()
+	require.Nil(t, m.Error, "%+v", m.Error)
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &res))
+	require.NotEmpty(t, res.Content)
+	return res.Content[0].Text
+}
+
+// TestUserAccount: alice and bob, each with a gateway token of their own,
+// call the same tool of an upstream that acts as each user; the first call
+// of each gets a URL elicitation (-32042, in the 2025-11-25 era for alice,
+// 2026-07-28 for bob), completed in a browser signed in as themselves at
+// the gateway's identity provider and the upstream's authorization server;
+// then 20 of 20 calls of each, in both eras, reach the upstream as that
+// user. gateway_connections lists the connection; gateway_disconnect
+// removes it (revoked at the authorization server) and the next call asks
+// again. No token or code shows in vigil's debug log, /metrics or any
+// answer.
+func TestUserAccount(t *testing.T) {
+	r := startUserRig(t)
+	alice, bob := r.token(t, userAccounts[0]), r.token(t, userAccounts[1])
+
+	// alice, 2025-11-25: asked, connects, served as herself.
+	ca := r.v.session(t, alice)
+	m := call2025(t, ca, "whoami", nil)
+	require.NotNil(t, m.Error)
+	ea := urlElicitationOf(t, m.Error.Code, m.Error.Data)
+	r.connect(t, ea, "alice")
+
+	// bob, 2026-07-28: asked, connects.
+	m = r.call2026(t, bob, "whoami", `{}`)
+	require.NotNil(t, m.Error)
+	r.connect(t, urlElicitationOf(t, m.Error.Code, m.Error.Data), "bob")
+
+	cb := r.v.session(t, bob)
+	counts := map[string]int{}
+	for range 20 {
+		counts["alice 2025 "+resultText(t, call2025(t, ca, "whoami", nil))]++
+		counts["alice 2026 "+resultText(t, r.call2026(t, alice, "whoami", `{}`))]++
+		counts["bob 2025 "+resultText(t, call2025(t, cb, "whoami", nil))]++
+		counts["bob 2026 "+resultText(t, r.call2026(t, bob, "whoami", `{}`))]++
+	}
+	assert.Equal(t, map[string]int{
+		"alice 2025 subject=alice": 20, "alice 2026 subject=alice": 20, "bob 2025 subject=bob": 20, "bob 2026 subject=bob": 20,
+	}, counts)
+
+	// alice's connections, then her disconnect: revoked, asked again.
+	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
+	assert.Contains(t, text, `"upstream":"u"`)
+	text = resultText(t, call2025(t, ca, "gateway_disconnect", map[string]any{"upstream": "u"}))
+	assert.Contains(t, text, "disconnected")
+	assert.Contains(t, r.as.out.String(), "POST /token/revocation 200", "revoked at the authorization server")
+	m = r.call2026(t, alice, "whoami", `{}`)
+	require.NotNil(t, m.Error, "asked again")
+	urlElicitationOf(t, m.Error.Code, m.Error.Data)
+	assert.Equal(t, "subject=bob", resultText(t, call2025(t, cb, "whoami", nil)), "bob's stays")
+
+	// Nothing secret anywhere vigil shows.
+	secrets := append(r.up.seen(), r.codes...)
+	require.NotEmpty(t, secrets)
+	shown := r.v.logs.String()
+	for _, path := range []string{"/metrics", "/debug/vigil"} {
+		resp, err := r.v.hc.Get(r.base + path)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		shown += string(b)
+	}
+	shown += string(m.Error.Data) + m.Error.Message
+	assert.Contains(t, shown, `mcp_gateway_upstream_authorizations_total{event="completed",upstream="u"} 2`)
+	for _, s := range secrets {
+		if strings.Count(s, ".") == 2 && strings.Contains(s, "eyJ") { // a JWT: its signature is what must not show
+			s = s[strings.LastIndex(s, ".")+1:]
+		}
+		assert.NotContains(t, shown, s, "a token or code shows")
+	}
+}
