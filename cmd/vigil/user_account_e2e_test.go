@@ -157,8 +157,10 @@ func (r *userRig) token(t *testing.T, user oidcClient) string {
 
 // browser is a user's browser: its cookies, the URLs it went through.
 type browser struct {
-	hc      *http.Client
-	visited []string
+	hc       *http.Client
+	visited  []string
+	stopAt   string // a host the browser is not sent to: open returns the redirect to it
+	location string // where the last page redirected, when stopped
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -167,6 +169,9 @@ func newBrowser(t *testing.T) *browser {
 	require.NoError(t, err)
 	b := &browser{}
 	b.hc = &http.Client{Jar: jar, Timeout: 20 * time.Second, Transport: &http.Transport{}, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if b.stopAt != "" && req.URL.Host == b.stopAt {
+			return http.ErrUseLastResponse
+		}
 		b.visited = append(b.visited, req.URL.String())
 		return nil
 	}}
@@ -185,6 +190,7 @@ func (b *browser) open(t *testing.T, link, user string) (int, string) {
 	for {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
+		b.location = resp.Header.Get("Location")
 		m := loginForm.FindSubmatch(body)
 		if m == nil || user == "" {
 			return resp.StatusCode, string(body)
@@ -354,4 +360,158 @@ func TestUserAccount(t *testing.T) {
 		}
 		assert.NotContains(t, shown, s, "a token or code shows")
 	}
+}
+
+// get returns the status and body of a GET of where in b.
+func (b *browser) get(t *testing.T, where string) (int, string) {
+	t.Helper()
+	resp, err := b.hc.Get(where)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode, string(body)
+}
+
+// visitedPath returns the last URL b went through whose path is path.
+func (b *browser) visitedPath(t *testing.T, path string) string {
+	t.Helper()
+	for i := len(b.visited) - 1; i >= 0; i-- {
+		if u, err := url.Parse(b.visited[i]); err == nil && u.Path == path {
+			return b.visited[i]
+		}
+	}
+	t.Fatalf("no %s in %v", path, b.visited)
+	return ""
+}
+
+// upstreamCallback opens link in b signed in as user at the gateway's
+// identity provider, checks the authorization request to the upstream's
+// authorization server, signs in there, and returns the URL of the
+// gateway's callback it redirects to, not followed.
+func (r *userRig) upstreamCallback(t *testing.T, b *browser, link, user string) *url.URL {
+	t.Helper()
+	as, err := url.Parse(r.as.Issuer())
+	require.NoError(t, err)
+	b.stopAt = as.Host
+	status, body := b.open(t, link, user)
+	require.Equal(t, http.StatusFound, status, body)
+	to, err := url.Parse(b.location)
+	require.NoError(t, err)
+	require.Equal(t, as.Host, to.Host)
+	q := to.Query()
+	assert.Equal(t, "S256", q.Get("code_challenge_method"))
+	assert.NotEmpty(t, q.Get("code_challenge"))
+	assert.Equal(t, r.up.url, q.Get("resource"), "RFC 8707: the upstream")
+	assert.Equal(t, userGatewayClient, q.Get("client_id"))
+	require.NotEmpty(t, q.Get("state"))
+	gw, err := url.Parse(r.base)
+	require.NoError(t, err)
+	b.stopAt = gw.Host
+	status, body = b.open(t, b.location, user)
+	require.Contains(t, []int{http.StatusFound, http.StatusSeeOther}, status, body)
+	cb, err := url.Parse(b.location)
+	require.NoError(t, err)
+	require.Equal(t, "/connect/callback", cb.Path)
+	require.NotEmpty(t, cb.Query().Get("code"))
+	return cb
+}
+
+// otherClientCode returns a code the upstream's authorization server
+// issued to another client, for user.
+func (r *userRig) otherClientCode(t *testing.T, user string) string {
+	t.Helper()
+	b := newBrowser(t)
+	b.stopAt = "127.0.0.1:9"
+	q := url.Values{
+		"client_id": {userOtherClient}, "response_type": {"code"}, "redirect_uri": {"http://127.0.0.1:9/cb"},
+		"scope": {"vigil.read"}, "state": {"s"}, "resource": {r.up.url},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
+	}
+	status, _ := b.open(t, r.as.Issuer()+"/auth?"+q.Encode(), user)
+	require.Contains(t, []int{http.StatusFound, http.StatusSeeOther}, status)
+	to, err := url.Parse(b.location)
+	require.NoError(t, err)
+	require.NotEmpty(t, to.Query().Get("code"), b.location)
+	return to.Query().Get("code")
+}
+
+// asked requires m to be a URL elicitation and returns it.
+func asked(t *testing.T, m rpcMessage) elicitation {
+	t.Helper()
+	require.NotNil(t, m.Error, "want -32042, got %s", m.Result)
+	return urlElicitationOf(t, m.Error.Code, m.Error.Data)
+}
+
+// TestUserAccountRefusals: bob opening alice's link, signed in as bob, gets
+// 403 and nothing is stored for anyone; a browser that never signs in
+// stores nothing; alice then completes the same link. A replayed
+// callback (of the sign-in and of the upstream), a wrong state, a used
+// link, a callback from another browser, a code issued to another
+// client, and an authorization response naming another issuer (mix-up)
+// are refused and store nothing.
+func TestUserAccountRefusals(t *testing.T) {
+	r := startUserRig(t)
+	alice, bob := r.token(t, userAccounts[0]), r.token(t, userAccounts[1])
+	ca, cb := r.v.session(t, alice), r.v.session(t, bob)
+	ea := asked(t, call2025(t, ca, "whoami", nil))
+
+	status, body := newBrowser(t).open(t, ea.URL, "bob")
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.Contains(t, body, "someone else")
+	status, body = newBrowser(t).open(t, ea.URL, "")
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, "Sign in", "stopped at the identity provider's login")
+	asked(t, r.call2026(t, alice, "whoami", `{}`)) // nothing stored for alice
+	asked(t, r.call2026(t, bob, "whoami", `{}`))   // nor for bob
+
+	b := newBrowser(t)
+	status, body = b.open(t, ea.URL, "alice")
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, "subject=alice", resultText(t, call2025(t, ca, "whoami", nil)))
+	for _, path := range []string{"/connect/callback", "/connect/signin"} {
+		status, _ = b.get(t, b.visitedPath(t, path))
+		assert.Equal(t, http.StatusBadRequest, status, "%s replayed", path)
+	}
+	status, _ = b.get(t, r.base+"/connect/callback?code=x&state=wrong")
+	assert.Equal(t, http.StatusBadRequest, status, "a wrong state")
+	status, _ = b.get(t, ea.URL)
+	assert.Equal(t, http.StatusGone, status, "a used link")
+
+	// bob's flows, each stopped before its callback, which is then
+	// tampered with; the last one is left as it is, and completes.
+	code := r.otherClientCode(t, "bob")
+	for _, c := range []struct {
+		name   string
+		tamper func(q url.Values) *browser // nil: bob's browser
+	}{
+		{"a code for another client", func(q url.Values) *browser { q.Set("code", code); return nil }},
+		{"another browser's callback (no cookie)", func(url.Values) *browser { return newBrowser(t) }},
+		{"an authorization response from another issuer (mix-up)", func(q url.Values) *browser { q.Set("iss", r.idp.Issuer()); return nil }},
+		{"an authorization response without iss (RFC 9207)", func(q url.Values) *browser { q.Del("iss"); return nil }},
+	} {
+		bb := newBrowser(t)
+		cbURL := r.upstreamCallback(t, bb, asked(t, call2025(t, cb, "whoami", nil)).URL, "bob")
+		q := cbURL.Query()
+		if other := c.tamper(q); other != nil {
+			bb = other
+		}
+		cbURL.RawQuery = q.Encode()
+		status, _ = bb.get(t, cbURL.String())
+		assert.Equal(t, http.StatusForbidden, status, c.name)
+		asked(t, call2025(t, cb, "whoami", nil)) // nothing stored for bob
+	}
+	bb := newBrowser(t)
+	cbURL := r.upstreamCallback(t, bb, asked(t, call2025(t, cb, "whoami", nil)).URL, "bob")
+	status, body = bb.get(t, cbURL.String())
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, "subject=bob", resultText(t, call2025(t, cb, "whoami", nil)))
+
+	resp, err := r.v.hc.Get(r.base + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.Contains(t, string(metrics), `mcp_gateway_upstream_authorizations_total{event="completed",upstream="u"} 2`)
+	assert.Contains(t, string(metrics), `mcp_gateway_upstream_authorizations_total{event="refused",upstream="u"} 5`, "bob's sign-in on alice's link, four callbacks")
+	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
+	assert.Equal(t, 1, strings.Count(text, `"upstream"`), text)
 }
