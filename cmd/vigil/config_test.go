@@ -477,7 +477,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 76, flags, "every flag is listed")
+	for _, want := range []string{"-connect-client-id ID", "(env VIGIL_CONNECT_CLIENT_ID)", "-connect-client-secret @FILE", "(env VIGIL_CONNECT_CLIENT_SECRET)", "(env VIGIL_CONNECT_MAX_PENDING)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 79, flags, "every flag is listed")
 	assert.Equal(t, flags-1, strings.Count(usage, "(env VIGIL_"), "every flag but -version names its variable")
 	assert.Contains(t, usage, "  -version\n")
 }

@@ -27,7 +27,7 @@ type Flags struct {
 func (fl *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&fl.ClientID, "connect-client-id", "", "the gateway's client `ID` at -auth-issuer, where a user signs in before authorizing an upstream of -upstream-auth NAME=user (its redirect URI: the gateway's URL + /connect/signin)")
 	fs.StringVar(&fl.secretRef, "connect-client-secret", "", "that client's secret, `@FILE` or env:VAR (never the secret itself)")
-	fs.IntVar(&fl.MaxPending, "connect-max-pending", DefaultMaxPending, "most authorizations of upstreams under way (links made and not yet completed or expired, 10 minutes each), in all; of one user at most 16, its oldest forgotten first")
+	fs.IntVar(&fl.MaxPending, "connect-max-pending", 0, "most authorizations of upstreams under way (links made and not yet completed or expired, 10 minutes each), in all (0: 10000); of one user at most 16, its oldest forgotten first; beyond, a call that needs one is answered -32000 until one ends")
 }
 
 // Resolve reads the secret with getenv and checks the flags against the
@@ -44,8 +44,8 @@ func (fl *Flags) Resolve(getenv func(string) string, users int, issuer string) e
 		return errors.New("-upstream-auth NAME=user needs -connect-client-id and -connect-client-secret (@FILE or env:VAR)")
 	case !strings.HasPrefix(fl.secretRef, "@") && !strings.HasPrefix(fl.secretRef, "env:"):
 		return errors.New("-connect-client-secret: give @FILE or env:VAR, not the secret itself (a command line is visible to every local user)")
-	case fl.MaxPending < 1:
-		return fmt.Errorf("-connect-max-pending %d: want at least 1", fl.MaxPending)
+	case fl.MaxPending < 0:
+		return fmt.Errorf("-connect-max-pending %d: want 0 (the default) or more", fl.MaxPending)
 	}
 	var err error
 	if fl.Secret, err = flagvalue.Secret(fl.secretRef, getenv); err != nil {
