@@ -37,12 +37,13 @@ type subjectUpstream struct {
 	issuer   atomic.Pointer[string]
 	verifier atomic.Pointer[oauth.TokenVerifier]
 	mu       sync.Mutex
-	tokens   []string // every bearer token received
+	tokens   []string                   // every bearer token received
+	sessions map[string]map[string]bool // the subjects seen on each of its sessions
 }
 
 func startSubjectUpstream(t *testing.T) *subjectUpstream {
 	t.Helper()
-	u := &subjectUpstream{}
+	u := &subjectUpstream{sessions: map[string]map[string]bool{}}
 	srv := server.New()
 	require.NoError(t, srv.AddTool(server.Tool{Name: "whoami"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		p, ok := auth.PrincipalFromContext(server.RequestFromContext(ctx).ArrivalContext())
@@ -71,6 +72,14 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url+`/.well-known/oauth-protected-resource"`)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
+		}
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			u.mu.Lock()
+			if u.sessions[sid] == nil {
+				u.sessions[sid] = map[string]bool{}
+			}
+			u.sessions[sid][p.Subject] = true
+			u.mu.Unlock()
 		}
 		h.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
 	}))
@@ -329,6 +338,11 @@ func TestUserAccount(t *testing.T) {
 	assert.Equal(t, map[string]int{
 		"alice 2025 subject=alice": 20, "alice 2026 subject=alice": 20, "bob 2025 subject=bob": 20, "bob 2026 subject=bob": 20,
 	}, counts)
+	r.up.mu.Lock()
+	for sid, subjects := range r.up.sessions {
+		assert.Len(t, subjects, 1, "upstream session %s carried the tokens of %v", sid, subjects)
+	}
+	r.up.mu.Unlock()
 
 	// alice's connections, then her disconnect: revoked, asked again.
 	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
