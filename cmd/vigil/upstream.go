@@ -196,7 +196,7 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		return func() {}, nil
 	}
 	f.creds = &upstreamspec.Credentials{}
-	if f.users, err = f.creds.StartUsers(ctx, cfg.upstreams, cfg.upstreamAuth, cfg.connect.Config(cfg.authIssuer, registry, logger)); err != nil {
+	if f.users, err = f.creds.StartUsers(ctx, cfg.upstreams, cfg.upstreamAuth, cfg.connect.Config(cfg.authIssuer, cfg.shared, registry, logger)); err != nil {
 		return nil, err
 	}
 	gcfg := upstreamConfig(cfg, logger)

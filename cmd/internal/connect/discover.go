@@ -110,7 +110,7 @@ func getJSON(ctx context.Context, client *http.Client, where string, v any) erro
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered HTTP %d", where, resp.StatusCode)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/gateway/accounts"
+	"github.com/vigil-mcp/vigil/redisshare"
 )
 
 // Flags are vigil's -connect-*: the gateway as an OAuth client of its
@@ -55,10 +56,15 @@ func (fl *Flags) Resolve(getenv func(string) string, users int, issuer string) e
 }
 
 // Config returns the Connector's configuration of fl: the browser signs
-// in at issuer; the tokens are kept in memory (one replica).
-func (fl *Flags) Config(issuer string, registry prometheus.Registerer, logger *slog.Logger) Config {
+// in at issuer; the tokens are kept on shared's Redis (-redis: every
+// replica serves them), else in memory (one replica).
+func (fl *Flags) Config(issuer string, shared *redisshare.Shared, registry prometheus.Registerer, logger *slog.Logger) Config {
+	var store accounts.Store = accounts.NewMemoryStore(0)
+	if shared != nil {
+		store = shared.AccountStore()
+	}
 	return Config{
 		SignInIssuer: issuer, SignInClientID: fl.ClientID, SignInSecret: fl.Secret, MaxPending: fl.MaxPending,
-		Store: accounts.NewMemoryStore(0), Registerer: registry, Logger: logger,
+		Store: store, Registerer: registry, Logger: logger,
 	}
 }

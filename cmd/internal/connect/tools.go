@@ -83,7 +83,7 @@ func (c *Connector) disconnect(ctx context.Context, req *server.CallToolRequest)
 	}
 	if err := c.vault.Disconnect(ctx, PrincipalKey(p), in.Upstream); err != nil {
 		c.log.Warn("connect: disconnect", "upstream", in.Upstream, "error", err)
-		return errorResult("disconnected, but the revocation at the authorization server failed: " + in.Upstream + " may honour the tokens until they expire"), nil
+		return errorResult("disconnected, but the revocation at the authorization server failed: " + in.Upstream + " may accept the tokens until they expire"), nil
 	}
 	return server.Text("disconnected from " + in.Upstream), nil
 }
