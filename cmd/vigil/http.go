@@ -45,6 +45,9 @@ func (f *front) options() []vigil.Option {
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
+	if upstreamspec.Users(f.cfg.upstreamAuth) > 0 { // a user's connections, listed and revoked
+		opts = append(opts, vigil.WithAdminHandler("/admin/", connect.AdminHandler(func() *connect.Connector { return f.users })))
+	}
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadinessDetail(f.readyDetail))
 	}

@@ -347,13 +347,33 @@ func TestUserAccount(t *testing.T) {
 	// alice's connections, then her disconnect: revoked, asked again.
 	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
 	assert.Contains(t, text, `"upstream":"u"`)
+	// The refresh token's revocation (RFC 7009) revokes the grant: 200.
+	// oidc-provider cannot revoke a JWT access token (400
+	// unsupported_token_type), which the vault still reports as a failed
+	// revocation: either answer is accepted here, the entry gone in both.
 	text = resultText(t, call2025(t, ca, "gateway_disconnect", map[string]any{"upstream": "u"}))
-	assert.Contains(t, text, "disconnected")
-	assert.Contains(t, r.as.out.String(), "POST /token/revocation 200", "revoked at the authorization server")
+	assert.Contains(t, []string{"disconnected from u", "disconnected, but the revocation at the authorization server failed: u may accept the tokens until they expire"}, text)
+	assert.Equal(t, 1, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "alice's refresh token revoked at the authorization server")
 	m = r.call2026(t, alice, "whoami", `{}`)
 	require.NotNil(t, m.Error, "asked again")
 	urlElicitationOf(t, m.Error.Code, m.Error.Data)
 	assert.Equal(t, "subject=bob", resultText(t, call2025(t, cb, "whoami", nil)), "bob's stays")
+
+	// The operator lists and revokes bob's (the admin endpoints: here on the one listener).
+	who := url.Values{"issuer": {r.idp.Issuer()}, "subject": {"bob"}}
+	resp, err := r.v.hc.Get(r.base + "/admin/connections?" + who.Encode())
+	require.NoError(t, err)
+	listed, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", listed)
+	assert.Contains(t, string(listed), `"upstream":"u"`)
+	who.Set("upstream", "u")
+	resp, err = r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Contains(t, []int{http.StatusOK, http.StatusBadGateway}, resp.StatusCode, "revoked, or the access token's revocation refused (above)")
+	asked(t, call2025(t, cb, "whoami", nil))
+	assert.Equal(t, 2, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "bob's refresh token revoked too")
 
 	// Nothing secret anywhere vigil shows.
 	secrets := append(r.up.seen(), r.codes...)
