@@ -21,7 +21,9 @@
 //   - for limits over every replica rather than per replica,
 //     [Shared.SessionQuota] as streamable.Quotas' SessionCounter, and
 //     middleware.WithSharedRateLimits(shared) for rate limits
-//     ([Shared.Allow]).
+//     ([Shared.Allow]);
+//   - for a gateway that keeps each user's upstream tokens,
+//     [Shared.AccountStore] as the Store of package gateway/accounts' vault.
 //
 // What a replica does when Redis fails, and what Redis can and cannot do
 // to the sessions: deploy/SCALING.md has the guarantees and the failure

@@ -176,8 +176,8 @@ func (a *testAS) hold() (release func()) {
 }
 
 // metricValue returns the value of the metric name with labels in reg
-// (0 when absent).
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+// (0 when absent), a count.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) int {
 	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -189,9 +189,9 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 			if matches(m, labels) {
 				switch {
 				case m.Counter != nil:
-					return m.Counter.GetValue()
+					return int(m.Counter.GetValue())
 				case m.Gauge != nil:
-					return m.Gauge.GetValue()
+					return int(m.Gauge.GetValue())
 				}
 			}
 		}

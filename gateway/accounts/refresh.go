@@ -30,22 +30,24 @@ var refreshReasons = []string{reasonRefused, reasonExpired, reasonMoved, reasonR
 // token.
 func (v *Vault) refresh(ctx context.Context, principal, upstream string, c *Client, e *entry, version uint64) (secret, error) {
 	if e.refresh == "" {
-		return "", v.forget(ctx, principal, upstream, version, reasonExpired, "expired, without a refresh token")
+		return v.forget(ctx, principal, upstream, version, reasonExpired, "expired, without a refresh token")
 	}
 	if e.tokenURL != c.TokenURL || e.resource != c.Resource {
-		return "", v.forget(ctx, principal, upstream, version, reasonMoved, "was authorized at another token endpoint or for another resource")
+		return v.forget(ctx, principal, upstream, version, reasonMoved, "was authorized at another token endpoint or for another resource")
 	}
 	rctx, cancel := context.WithTimeout(ctx, refreshBudget)
 	defer cancel()
 	rctx = context.WithValue(rctx, oauth2.HTTPClient, v.resourceClient(c.Resource))
-	conf := oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes,
-		Endpoint: oauth2.Endpoint{TokenURL: c.TokenURL, AuthStyle: c.AuthStyle}}
+	conf := oauth2.Config{
+		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: c.TokenURL, AuthStyle: c.AuthStyle},
+	}
 	now := v.now()
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: string(e.refresh)}).Token()
 	if err != nil {
 		reason, why := classify(err)
 		if reason == reasonRefused {
-			return "", v.forget(ctx, principal, upstream, version, reason, "refused the refresh token")
+			return v.forget(ctx, principal, upstream, version, reason, "refused the refresh token")
 		}
 		v.metrics.failed(upstream, reason)
 		v.logger.Warn("accounts: a refresh failed", "upstream", upstream, "reason", reason, "detail", why)

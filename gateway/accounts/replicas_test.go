@@ -21,7 +21,7 @@ import (
 // clock is a shared clock the test moves forward.
 type clock struct{ offset atomic.Int64 }
 
-func (c *clock) now() time.Time           { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // watchedStore signals busy (without blocking) each time TryLock finds

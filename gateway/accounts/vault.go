@@ -128,8 +128,10 @@ func NewVault(cfg VaultConfig) (*Vault, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("accounts: no Store")
 	}
-	v := &Vault{store: cfg.Store, clients: make(map[string]Client, len(cfg.Clients)), logger: cfg.Logger,
-		max: cfg.MaxPerPrincipal, now: cfg.Now, http: cfg.HTTPClient}
+	v := &Vault{
+		store: cfg.Store, clients: make(map[string]Client, len(cfg.Clients)), logger: cfg.Logger,
+		max: cfg.MaxPerPrincipal, now: cfg.Now, http: cfg.HTTPClient,
+	}
 	for name, c := range cfg.Clients {
 		if name == "" || c.TokenURL == "" || c.ClientID == "" {
 			return nil, fmt.Errorf("accounts: upstream %q needs a name, a token endpoint and a client id", name)
@@ -290,18 +292,23 @@ func (v *Vault) refreshShared(ctx context.Context, principal, upstream string, c
 }
 
 // forget deletes the entry at version (the refresh found it void) and
-// returns the ErrAuthorize that tells why, counted under reason.
-func (v *Vault) forget(ctx context.Context, principal, upstream string, version uint64, reason, why string) error {
+// returns the ErrAuthorize that tells why, counted under reason; unless a
+// newer authorization replaced the entry meanwhile: its token then.
+func (v *Vault) forget(ctx context.Context, principal, upstream string, version uint64, reason, why string) (secret, error) {
 	v.metrics.failed(upstream, reason)
 	deleted, err := v.store.Delete(ctx, principal, upstream, version)
-	if err != nil {
+	switch {
+	case err != nil:
 		v.logger.Warn("accounts: cannot delete a void entry", "upstream", upstream, "error", err)
-	}
-	if deleted {
+	case deleted:
 		v.metrics.held(upstream, -1)
+	default:
+		if e, _, err := v.load(ctx, principal, upstream); err == nil && !due(e, v.now()) {
+			return e.access, nil
+		}
 	}
 	v.logger.Info("accounts: a connection is void: its user authorizes again", "upstream", upstream, "reason", reason)
-	return fmt.Errorf("accounts: %s %s: %w", upstream, why, ErrAuthorize)
+	return "", fmt.Errorf("accounts: %s %s: %w", upstream, why, ErrAuthorize)
 }
 
 // Save stores tok, the tokens of principal's authorization of upstream

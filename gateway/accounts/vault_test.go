@@ -2,7 +2,6 @@ package accounts_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -67,7 +66,7 @@ func TestVaultRefreshesBeforeExpiry(t *testing.T) {
 		assert.NotEqual(t, second, third)
 		granted, _ = as.counts()
 		assert.Equal(t, 2, granted)
-		assert.Equal(t, 2.0, metricValue(t, reg, "mcp_gateway_account_refreshes_total", map[string]string{"upstream": testUpstream}))
+		assert.Equal(t, 2, metricValue(t, reg, "mcp_gateway_account_refreshes_total", map[string]string{"upstream": testUpstream}))
 
 		conns, err := v.Connections(ctx, "alice")
 		require.NoError(t, err)
@@ -102,8 +101,8 @@ func TestVaultRefusedRefreshAsksAgain(t *testing.T) {
 		data, _, err := store.Get(ctx, "alice", testUpstream)
 		require.NoError(t, err)
 		assert.Nil(t, data, "the entry is gone")
-		assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "refused"}))
-		assert.Equal(t, 0.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+		assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "refused"}))
+		assert.Equal(t, 0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 
 		_, err = v.Token(ctx, "alice", testUpstream)
 		require.ErrorIs(t, err, accounts.ErrAuthorize, "no entry")
@@ -135,10 +134,10 @@ func TestVaultTransientFailureKeepsTheEntry(t *testing.T) {
 		time.Sleep(time.Minute) // expired
 		_, err = v.Token(ctx, "alice", testUpstream)
 		require.Error(t, err)
-		assert.NotErrorIs(t, err, accounts.ErrAuthorize)
+		require.NotErrorIs(t, err, accounts.ErrAuthorize)
 		assert.Contains(t, err.Error(), "503")
 		assert.NotContains(t, err.Error(), tok.RefreshToken)
-		assert.Equal(t, 2.0, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "unavailable"}))
+		assert.Equal(t, 2, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "unavailable"}))
 
 		as.mu.Lock()
 		as.status = 0
@@ -195,7 +194,7 @@ func TestVaultDisconnectRevokes(t *testing.T) {
 	ctx := t.Context()
 	tok := as.authorize()
 	require.NoError(t, v.Save(ctx, "alice", testUpstream, tok))
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 
 	require.NoError(t, v.Disconnect(ctx, "alice", testUpstream))
 	as.mu.Lock()
@@ -206,8 +205,8 @@ func TestVaultDisconnectRevokes(t *testing.T) {
 	conns, err := v.Connections(ctx, "alice")
 	require.NoError(t, err)
 	assert.Empty(t, conns)
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "revoked"}))
-	assert.Equal(t, 0.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "revoked"}))
+	assert.Equal(t, 0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 	require.NoError(t, v.Disconnect(ctx, "alice", testUpstream), "nothing to disconnect is no error")
 }
 
@@ -229,7 +228,7 @@ func TestVaultDisconnectWithFailingRevocation(t *testing.T) {
 	assert.NotContains(t, err.Error(), tok.AccessToken)
 	data, _, _ := store.Get(t.Context(), "alice", testUpstream)
 	assert.Nil(t, data)
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "failed"}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "failed"}))
 }
 
 // TestVaultBounds: a principal holds at most MaxPerPrincipal
@@ -282,12 +281,79 @@ func TestVaultContextCancelled(t *testing.T) {
 		}()
 		synctest.Wait()
 		cancel()
-		assert.True(t, errors.Is(<-done, context.Canceled))
+		require.ErrorIs(t, <-done, context.Canceled)
 		release()
 		tok, err := v.Token(t.Context(), "alice", testUpstream)
 		require.NoError(t, err)
 		assert.NotEmpty(t, tok)
 		granted, _ := as.counts()
 		assert.Equal(t, 1, granted, "the refresh the cancelled caller started finished for the next")
+	})
+}
+
+// TestVaultRefreshGoesOnlyWhereTheTokenCameFrom: an entry obtained at
+// one token endpoint is never refreshed at another (the upstream's
+// client changed: a mix-up between authorization servers): it is
+// dropped, ErrAuthorize, and the other endpoint receives nothing; an
+// expired entry without a refresh token is ErrAuthorize too.
+func TestVaultRefreshGoesOnlyWhereTheTokenCameFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		as, other := newTestAS(600), newTestAS(600)
+		store := accounts.NewMemoryStore(0)
+		v1, _ := newVault(t, as, as.inProcess(), store)
+		c := other.client("http://other.test")
+		v2, err := accounts.NewVault(accounts.VaultConfig{Store: store, Clients: map[string]accounts.Client{testUpstream: c}, HTTPClient: other.inProcess()})
+		require.NoError(t, err)
+		ctx := t.Context()
+		require.NoError(t, v1.Save(ctx, "alice", testUpstream, as.authorize()))
+		noRefresh := as.authorize()
+		noRefresh.RefreshToken = ""
+		require.NoError(t, v1.Save(ctx, "bob", testUpstream, noRefresh))
+		time.Sleep(11 * time.Minute)
+
+		_, err = v2.Token(ctx, "alice", testUpstream)
+		require.ErrorIs(t, err, accounts.ErrAuthorize)
+		_, entered := other.counts()
+		assert.Zero(t, entered, "the other endpoint got no refresh token")
+		_, entered = as.counts()
+		assert.Zero(t, entered)
+		data, _, _ := store.Get(ctx, "alice", testUpstream)
+		assert.Nil(t, data)
+
+		_, err = v1.Token(ctx, "bob", testUpstream)
+		require.ErrorIs(t, err, accounts.ErrAuthorize)
+		data, _, _ = store.Get(ctx, "bob", testUpstream)
+		assert.Nil(t, data)
+	})
+}
+
+// TestVaultNewAuthorizationDuringARefusedRefresh: the user authorizes
+// again while the refresh of the old grant is being refused: the new
+// entry stays and serves the call, rather than being deleted.
+func TestVaultNewAuthorizationDuringARefusedRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		as := newTestAS(600)
+		store := accounts.NewMemoryStore(0)
+		v, _ := newVault(t, as, as.inProcess(), store)
+		ctx := t.Context()
+		require.NoError(t, v.Save(ctx, "alice", testUpstream, as.authorize()))
+		time.Sleep(11 * time.Minute)
+		as.mu.Lock()
+		clear(as.refresh)
+		as.mu.Unlock()
+		release := as.hold()
+		done := make(chan string, 1)
+		go func() {
+			tok, err := v.Token(ctx, "alice", testUpstream)
+			assert.NoError(t, err)
+			done <- tok
+		}()
+		synctest.Wait() // the refresh is at the AS
+		fresh := as.authorize()
+		require.NoError(t, v.Save(ctx, "alice", testUpstream, fresh))
+		release()
+		assert.Equal(t, fresh.AccessToken, <-done)
+		data, _, _ := store.Get(ctx, "alice", testUpstream)
+		assert.NotNil(t, data, "the new authorization stays")
 	})
 }
