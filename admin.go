@@ -22,6 +22,9 @@ func (s *Service) adminMux() *http.ServeMux {
 	metrics := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", guard(metrics))
+	for pattern, h := range s.cfg.admin {
+		mux.Handle(pattern, guard(h))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

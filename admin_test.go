@@ -93,3 +93,26 @@ func TestReadinessDetail(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, status)
 	assert.Equal(t, "upstream a: failing, next start in 2 s\n", body)
 }
+
+// TestAdminHandler: a handler given with WithAdminHandler is served among
+// the admin endpoints, behind their Host check.
+func TestAdminHandler(t *testing.T) {
+	svc := vigil.New("t", "1", vigil.WithAdminHandler("GET /admin/x", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("x"))
+	})))
+	ts := httptest.NewServer(svc.AdminHandler())
+	defer ts.Close()
+	defer func() { require.NoError(t, svc.Shutdown(context.Background())) }()
+	for host, want := range map[string]int{"": http.StatusOK, "evil.example": http.StatusForbidden} {
+		req, err := http.NewRequest(http.MethodGet, ts.URL+"/admin/x", nil)
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := ts.Client().Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, want, resp.StatusCode, host)
+	}
+}

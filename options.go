@@ -48,7 +48,8 @@ type config struct {
 	connContexts []func(ctx context.Context, c net.Conn) context.Context // after the service's
 	front        Front
 	grace        time.Duration
-	registry     *prometheus.Registry // nil: a registry of its own
+	registry     *prometheus.Registry    // nil: a registry of its own
+	admin        map[string]http.Handler // WithAdminHandler, by pattern
 }
 
 // WithLogger sets the operator's logger of the service, its requests and
@@ -151,6 +152,20 @@ func WithAllowPublic() Option {
 // against DNS rebinding; see [streamable.WithAllowedHosts]).
 func WithAllowedHosts(hosts ...string) Option {
 	return option(func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) })
+}
+
+// WithAdminHandler serves h at pattern (an [http.ServeMux] pattern) among
+// the admin endpoints (/metrics, /healthz, ...), on the admin listener
+// when there is one, behind the same Host check as /metrics. The admin
+// endpoints authenticate no one: h must be an operator's tool, for a
+// network only operators reach.
+func WithAdminHandler(pattern string, h http.Handler) Option {
+	return option(func(c *config) {
+		if c.admin == nil {
+			c.admin = map[string]http.Handler{}
+		}
+		c.admin[pattern] = h
+	})
 }
 
 // WithReadiness adds a check to /readyz and the live page: while check

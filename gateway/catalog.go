@@ -374,6 +374,11 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		}
 		end(err, err == nil && method == "tools/call" && toolFailed(res))
 	}()
+	if m.up.Authorize != nil && server.RequestFromContext(ctx) != nil {
+		if err := m.up.Authorize(ctx); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := encodeParams(params)
 	if err != nil {
 		return nil, err

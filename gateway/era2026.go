@@ -40,7 +40,7 @@ var errNoEra = errors.New("the upstream does not speak " + protocol.Version20260
 // the first time, with ctx). A start that fails says no: the translating
 // path then reports the failure.
 func (m *mount) relays(ctx context.Context, method string) bool {
-	if m.noEra.Load() || !roundMethods[method] || server.TaskIDFromContext(ctx) != "" {
+	if m.noEra.Load() || !roundMethods[method] || server.TaskIDFromContext(ctx) != "" || m.up.Authorize != nil { // the era's session is every caller's
 		return false
 	}
 	req := server.RequestFromContext(ctx)

@@ -67,6 +67,14 @@ type Upstream struct {
 	// listings, the GET stream). An error fails that request only; its
 	// text must hold no secret.
 	Credentials func(ctx context.Context) (http.Header, error)
+	// Authorize, when set, is asked before each caller's request (a
+	// tools/call, a resources/read, ...) goes to the upstream, with the
+	// caller's ctx: an error answers the caller as it is (a
+	// *server.Error keeps its code and data, -32042 asking the user to
+	// authorize the upstream in a browser) and nothing is sent. What no
+	// caller sends (initialize of the catalog's session, listings) is not
+	// asked about.
+	Authorize func(ctx context.Context) error
 	// Tools, when not empty, filters the upstream's tools by their own
 	// names (before any prefix): a tool is served when a pattern matches
 	// it (path.Match globs; every tool when all patterns are denials) and
@@ -249,6 +257,7 @@ type mount struct {
 
 	mu        sync.Mutex                // guards sessions and their links' busy, lastUsed and caller, spare, spawning, viewing and lastClaim; never held during I/O
 	sessions  map[*server.Session]*link // the links of downstream sessions
+	callers   map[string]*link          // the links of callers without a session, by caller key, of an upstream with Authorize (callers.go)
 	spare     *upstream.Process         // spawned ahead for the next downstream session (spare.go); nil: none
 	viewing   int                       // processes held by tool views being listed (views.go)
 	spawning  bool                      // a spare is being spawned (spare.go)
@@ -351,7 +360,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		m := &mount{
 			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, share: shareOf(cfg), idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
-			sessions: map[*server.Session]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, dial: cfg.dial, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
+			sessions: map[*server.Session]*link{}, callers: map[string]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, dial: cfg.dial, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if up.URL != "" {
@@ -477,7 +486,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	case m.dial != nil:
 		tc = m.dial()
 	case up.URL != "":
-		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream " + up.Name})
+		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: l.credentials(), Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream " + up.Name})
 	default:
 		p := l.given // a tool view's (views.go)
 		l.given = nil
@@ -996,6 +1005,12 @@ func (m *mount) close() {
 	var links sync.WaitGroup
 	links.Go(m.catalog.close)
 	links.Go(m.era.close)
+	m.mu.Lock()
+	for key, l := range m.callers {
+		delete(m.callers, key)
+		links.Go(l.close)
+	}
+	m.mu.Unlock()
 	m.waiting.closeAll()
 	links.Wait()
 	m.refresher.Wait() // a listing under way fails at once: its session is closed

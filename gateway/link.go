@@ -39,6 +39,11 @@ type link struct {
 	start     chan struct{}        // 1-buffered: held by the one caller starting the session
 	conn      atomic.Pointer[conn] // the current connection; nil before the first start, after a failed one, once shut
 	roots     coalesced            // the caller's roots changes not yet told upstream (roots.go)
+	// owner, for an upstream with Authorize, is the context (without its
+	// cancellation) of the call that made a caller's link: what no call
+	// sends on it (initialized, the GET stream, the DELETE) carries that
+	// caller's credentials, never the gateway's or another's.
+	owner context.Context
 
 	mu        sync.Mutex    // guards the three below; never held during I/O
 	started   time.Time     // when conn started

@@ -25,7 +25,10 @@ const (
 // another caller's idle process is reclaimed for it (share.go).
 func (m *mount) linkOf(ctx context.Context) (*link, error) {
 	req := server.RequestFromContext(ctx)
-	if m.up.Shared || req == nil || !req.InSession() {
+	switch {
+	case m.up.Authorize != nil && !m.up.Shared && req != nil && !req.InSession():
+		return m.callerLink(ctx, req) // callers.go: its token on no one else's session
+	case m.up.Shared || req == nil || !req.InSession():
 		return m.catalog, nil
 	}
 	ss := req.Session
@@ -52,6 +55,9 @@ func (m *mount) linkOf(ctx context.Context) (*link, error) {
 		}
 		l = m.newLink(ss)
 		l.caller = caller
+		if m.up.Authorize != nil {
+			l.owner = context.WithoutCancel(ctx) // callers.go
+		}
 		m.sessions[ss] = l
 		m.watchers.Go(func() {
 			select {
@@ -81,7 +87,7 @@ func ended(ss *server.Session) bool {
 
 // release ends a call's use of l, which linkOf returned.
 func (m *mount) release(l *link) {
-	if l.ss == nil {
+	if l.ss == nil && l.caller == "" { // the catalog's
 		return
 	}
 	m.mu.Lock()
@@ -114,9 +120,17 @@ func (m *mount) reapIdle(now time.Time) {
 			idle = append(idle, l)
 		}
 	}
+	for key, l := range m.callers { // callers.go
+		if l.busy == 0 && now.Sub(l.lastUsed) >= m.idle {
+			delete(m.callers, key)
+			idle = append(idle, l)
+		}
+	}
 	m.mu.Unlock()
 	for _, l := range idle {
-		m.log.Debug("upstream session idle: closed", "upstream", m.up.Name, "session", l.ss.ID())
+		if l.ss != nil {
+			m.log.Debug("upstream session idle: closed", "upstream", m.up.Name, "session", l.ss.ID())
+		}
 		l.close()
 	}
 }

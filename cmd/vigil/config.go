@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
+	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
@@ -92,17 +93,17 @@ type config struct {
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
 	upstreamAuth map[string]upstreamspec.Auth // -upstream-auth, by upstream name: its secrets never printed
+	connect      connect.Flags                // -connect-*: the gateway's client at -auth-issuer, for the user mode
 	upstreams    []gateway.Upstream           // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
 	// An upstream session per downstream session (gateway.Config).
 	upstreamMaxProcesses  int               // -upstream-max-processes: processes of each stdio upstream serving one session each
 	upstreamIdle          time.Duration     // -upstream-idle: end a session's upstream session idle for this long (0: never)
 	upstreamDropUnchecked bool              // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
-	catalogSearch         bool              // -catalog-search: list search_tools and call_tool instead of the upstreams' tools (gateway.Config.Search)
 	upstreamRequired      []string          // -upstream-required: the upstreams /readyz requires; empty, every one
 	upstreamStartTimeout  time.Duration     // -upstream-start-timeout: bounds each start of an upstream (spawn, initialize, listing)
 	upstreamMaxMessage    int64             // -upstream-max-message BYTES: every upstream's bound on a message (NAME=BYTES: in upstreams)
 	upstreamMaxCatalog    int64             // -upstream-max-catalog BYTES: every upstream's bound on its catalog (NAME=BYTES: in upstreams)
-	catalogFlags          catalogfile.Flags // -catalog, -catalog-lock, -catalog-lock-write
+	catalogFlags          catalogfile.Flags // -catalog, -catalog-lock, -catalog-lock-write, -catalog-search
 	catalog               *gateway.Catalog  // -catalog's, with its -catalog-lock
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).

@@ -478,10 +478,13 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		assert.Contains(t, usage, want)
 	}
 	assert.Contains(t, usage, "(env VIGIL_CATALOG_SEARCH)")
-		for _, want := range []string{"-catalog FILE", "(env VIGIL_CATALOG)", "-catalog-lock FILE", "(env VIGIL_CATALOG_LOCK)", "(env VIGIL_CATALOG_LOCK_WRITE)"} {
+	for _, want := range []string{"-catalog FILE", "(env VIGIL_CATALOG)", "-catalog-lock FILE", "(env VIGIL_CATALOG_LOCK)", "(env VIGIL_CATALOG_LOCK_WRITE)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 80, flags, "every flag is listed")
+	for _, want := range []string{"-connect-client-id ID", "(env VIGIL_CONNECT_CLIENT_ID)", "-connect-client-secret @FILE", "(env VIGIL_CONNECT_CLIENT_SECRET)", "(env VIGIL_CONNECT_MAX_PENDING)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 83, flags, "every flag is listed")
 	assert.Equal(t, flags-1, strings.Count(usage, "(env VIGIL_"), "every flag but -version names its variable")
 	assert.Contains(t, usage, "  -version\n")
 }

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
+	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
@@ -29,6 +31,7 @@ type front struct {
 	authz   *authorization                  // built by mcpFront, once the MCP listener's address is known
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
 	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
+	users   *connect.Connector              // the user-mode upstreams' flows (-upstream-auth NAME=user); nil without
 }
 
 // options returns the service's options of front, and the rest of what
@@ -42,6 +45,9 @@ func (f *front) options() []vigil.Option {
 	)
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
+	}
+	if upstreamspec.Users(f.cfg.upstreamAuth) > 0 { // a user's connections, listed and revoked
+		opts = append(opts, vigil.WithAdminHandler("/admin/", connect.AdminHandler(func() *connect.Connector { return f.users })))
 	}
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadinessDetail(f.readyDetail))
@@ -120,6 +126,10 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		// forwarded task request is authorized there too.
 		endpoint, mcp = authz.rs.Endpoint(srv, opts...)
 		public = authz.public()
+		if f.users != nil { // -upstream-auth NAME=user: its pages, under the gateway's own URL
+			f.users.SetBase(strings.TrimSuffix(resourceURI(f.cfg, addr), "/mcp"))
+			public["/connect/"] = f.users.Handler()
+		}
 	} else {
 		endpoint = streamable.New(srv, opts...)
 		mcp = endpoint

@@ -78,7 +78,19 @@ type oidcOptions struct {
 	// Exchanger, when set, is a client that may exchange tokens (RFC 8693:
 	// vigil's -auth-exchange-* credentials; see Exchanges and Seen).
 	Exchanger *oidcClient
+	// Host is the loopback address it listens on; default 127.0.0.1. Two
+	// providers on two addresses keep a browser's cookies apart.
+	Host string
+	// Accounts are the users who may sign in at its login page (a form
+	// of one field, login); WebClients are clients of the authorization
+	// code flow (PKCE, refresh tokens, RFC 9207 iss) with their redirect
+	// URIs.
+	Accounts   []string
+	WebClients []oidcWebClient
 }
+
+// oidcWebClient is a client of the authorization code flow.
+type oidcWebClient struct{ ID, Secret, RedirectURI string }
 
 // oidcProvider is a running provider.
 type oidcProvider struct {
@@ -207,6 +219,15 @@ func (p *oidcProvider) start(t *testing.T, keys []*oidcKey) {
 	}
 	if p.opts.Exchanger != nil {
 		args = append(args, "--exchanger-id", p.opts.Exchanger.ID, "--exchanger-secret", p.opts.Exchanger.Secret)
+	}
+	if p.opts.Host != "" {
+		args = append(args, "--host", p.opts.Host)
+	}
+	if len(p.opts.Accounts) > 0 {
+		args = append(args, "--accounts", strings.Join(p.opts.Accounts, ","))
+	}
+	for _, c := range p.opts.WebClients {
+		args = append(args, "--web-client-id", c.ID, "--web-client-secret", c.Secret, "--redirect-uri", c.RedirectURI)
 	}
 	if p.opts.AccessTokenTTL > 0 {
 		args = append(args, "--access-token-ttl", strconv.Itoa(int(p.opts.AccessTokenTTL/time.Second)))

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,9 +44,7 @@ func drainGrace(cfg config) time.Duration {
 
 // knownToolNames returns names (the tools served, sorted) and the tools
 // the flags name (-tool-rate-limits, -auth-policy, -auth-tool-scopes) that
-// an upstream not ready yet may serve once it is (NAME_tool with several
-// upstreams; any with one), which are checked only against what is served
-// now: those are logged, and no longer refused.
+// an upstream not ready yet may serve (upstreamspec.KnownToolNames).
 func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, logger *slog.Logger) []string {
 	var named []string
 	for tool := range cfg.toolRateLimits {
@@ -72,7 +69,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	}
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
-		Search:   cfg.catalogSearch,
+		Search:   cfg.catalogFlags.Search,
 		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamspec.StopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
@@ -97,24 +94,17 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.Func("upstream", "serve the tools of the MCP server `NAME=TARGET` instead of the demo tools: TARGET is an http:// or https:// Streamable HTTP endpoint, or a command line run as a stdio server (split as a shell splits words, no shell); repeatable, several serve their tools as NAME_tool (see docs/gateway.md)", repeated(&g.targets))
 	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", repeated(&g.env))
 	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", repeated(&g.headers))
-	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", repeated(&g.auths))
+	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials), or user,client_id=ID,client_secret=@FILE|env:VAR[,issuer=URL][,scopes=A B][,resource=URI] for each caller's own token, which the user authorizes once in a browser (-connect-*; the authorization server found from the upstream's 401 unless issuer= names it); one per upstream (see docs/gateway.md, docs/security.md)", repeated(&g.auths))
 	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", repeated(&g.tools))
 	fs.BoolVar(&g.shared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
 	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends, unless -quota-process-share ends another caller's idle one for it (the spare spawned ahead for the next session and the processes tool views are listed on are counted, the process each upstream keeps for listing is not)")
-	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
-		switch v {
-		case "serve", "drop":
-			cfg.upstreamDropUnchecked = v == "drop"
-			return nil
-		}
-		return fmt.Errorf("%q: want serve or drop", v)
-	})
+	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", upstreamspec.UncheckedTools(&cfg.upstreamDropUnchecked))
 	fs.StringVar(&g.required, "upstream-required", "", "the upstreams /readyz requires to be ready, `NAME[,NAME]` (default every one); the others are served when they are, and /readyz still names their state")
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 2*time.Minute, "bound each start of an upstream (its process's spawn, initialize, the first listing), logged every 10 s while under way; the default leaves room for npx -y fetching its package on a first run; one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
-	fs.BoolVar(&cfg.catalogSearch, "catalog-search", false, "list two tools instead of the upstreams' (search_tools finds the best few of them for a query, BM25 in process; call_tool calls one by its name, as a call of that tool in every respect); see docs/gateway.md, \"Search instead of the full list\"")
 	cfg.catalogFlags.Register(fs)
+	cfg.connect.Register(fs)
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -144,10 +134,13 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 			return fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
 		}
 	}
+	if err := cfg.connect.Resolve(src.getenv, upstreamspec.Users(cfg.upstreamAuth), cfg.authIssuer); err != nil {
+		return err
+	}
 	for i := range cfg.upstreams {
 		cfg.upstreams[i].Shared = g.shared
 	}
-	if err := checkUpstreamSessions(*cfg, src); err != nil {
+	if err := upstreamspec.CheckSessions(func(name string) bool { return src.given[name] }, len(cfg.upstreams), cfg.upstreamMaxProcesses, cfg.upstreamIdle, cfg.upstreamStartTimeout); err != nil {
 		return err
 	}
 	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required); err == nil {
@@ -159,30 +152,6 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 	return err
 }
 
-// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
-// -upstream-idle, -upstream-unchecked-tools, -upstream-required,
-// -upstream-start-timeout, -upstream-max-message, -upstream-max-catalog and -catalog-search: given (in args or the environment) only with
-// -upstream, a positive cap and start timeout, an idle time not negative.
-func checkUpstreamSessions(cfg config, src flagSource) error {
-	var given []string
-	for _, name := range []string{"catalog", "catalog-search", "catalog-lock", "catalog-lock-write", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
-		if src.given[name] {
-			given = append(given, "-"+name)
-		}
-	}
-	switch {
-	case len(given) > 0 && len(cfg.upstreams) == 0:
-		return fmt.Errorf("%s: need -upstream", strings.Join(given, ", "))
-	case cfg.upstreamMaxProcesses < 1:
-		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
-	case cfg.upstreamIdle < 0:
-		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
-	case cfg.upstreamStartTimeout <= 0:
-		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", cfg.upstreamStartTimeout)
-	}
-	return nil
-}
-
 // mountUpstreams mounts the upstreams' tools (-upstream) on f.svc, in
 // place of the demo tools, before serving, and checks the tools the flags
 // name as the demo tools are; closeGateway ends the upstreams.
@@ -192,6 +161,9 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		return func() {}, nil
 	}
 	f.creds = &upstreamspec.Credentials{}
+	if f.users, err = f.creds.StartUsers(ctx, cfg.upstreams, cfg.upstreamAuth, cfg.connect.Config(cfg.authIssuer, cfg.shared, registry, logger)); err != nil {
+		return nil, err
+	}
 	gcfg := upstreamConfig(cfg, logger)
 	xc := upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}
 	gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, xc), registry, demoToolScopes(cfg)
@@ -205,6 +177,9 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 	names := knownToolNames(cfg, srv.ToolNames(), g.Upstreams(), logger)
 	if err = checkToolNames(cfg, names); err == nil {
 		err = checkToolScopes(names, cfg.authToolScopes)
+	}
+	if err == nil && f.users != nil {
+		err = f.users.AddTools(srv) // gateway_connections, gateway_disconnect
 	}
 	if err != nil {
 		_ = g.Close()

@@ -37,6 +37,16 @@ func TestUpstreamCredentialFlags(t *testing.T) {
 	}, cfg.upstreamAuth["u"])
 	assert.Equal(t, []string{"read_*", "!read_secret"}, cfg.upstreams[1].Tools)
 
+	cfg, err = parse("-upstream", "u=http://127.0.0.1:9/mcp", "-auth-issuer", "https://idp.example",
+		"-upstream-auth", "u=user,client_id=gw,client_secret=env:UP_KEY,scopes=repo",
+		"-connect-client-id", "vigil", "-connect-client-secret", "@"+file)
+	require.NoError(t, err)
+	assert.Equal(t, upstreamspec.Auth{
+		Mode: upstreamspec.User, ClientID: "gw", Secret: secret, Resource: "http://127.0.0.1:9/mcp", Scopes: []string{"repo"},
+	}, cfg.upstreamAuth["u"], "the upstream's URL is the resource by default")
+	assert.Equal(t, secret, cfg.connect.Secret)
+	user := []string{"-upstream-auth", "u=user,client_id=gw,client_secret=env:UP_KEY"}
+
 	for _, tc := range []struct {
 		args    []string
 		wantErr string
@@ -53,6 +63,13 @@ func TestUpstreamCredentialFlags(t *testing.T) {
 		{[]string{"-upstream-auth", "u=magic"}, `mode "magic"`},
 		{[]string{"-upstream-auth", "u=client_credentials,color=red"}, `unknown key "color"`},
 		{[]string{"-upstream-tools", "x=a*"}, "for an -upstream NAME"},
+		{[]string{"-upstream-auth", "u=user,client_id=gw"}, "user needs client_id= and client_secret="},
+		{[]string{"-upstream-auth", "u=user,client_id=gw,client_secret=" + secret}, "give @FILE or env:VAR, not the secret itself"},
+		{[]string{"-upstream-auth", "u=user,client_id=gw,client_secret=env:UP_KEY,issuer=ftp://x"}, "issuer:"},
+		{user, "needs -auth-issuer"},
+		{append([]string{"-auth-issuer", "https://idp.example"}, user...), "needs -connect-client-id and -connect-client-secret"},
+		{append([]string{"-auth-issuer", "https://idp.example", "-connect-client-id", "v", "-connect-client-secret", secret}, user...), "-connect-client-secret: give @FILE or env:VAR"},
+		{[]string{"-connect-client-id", "v"}, "need an -upstream-auth NAME=user"},
 	} {
 		_, err := parse(append([]string{"-upstream", "u=http://127.0.0.1:9/mcp", "-upstream", "s=cat"}, tc.args...)...)
 		require.ErrorContains(t, err, tc.wantErr, "%v", tc.args)

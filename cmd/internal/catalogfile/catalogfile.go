@@ -25,11 +25,13 @@ import (
 // more than 4 MiB; one more byte tells it so).
 const maxFile = 4<<20 + 1
 
-// Flags are vigil's -catalog, -catalog-lock and -catalog-lock-write.
+// Flags are vigil's -catalog, -catalog-lock, -catalog-lock-write and
+// -catalog-search.
 type Flags struct {
-	File  string // -catalog: the catalog file
-	Lock  string // -catalog-lock: its lock file, the approved definitions of pinned upstreams
-	Write bool   // -catalog-lock-write: write the lock of what the upstreams serve, and exit
+	File   string // -catalog: the catalog file
+	Lock   string // -catalog-lock: its lock file, the approved definitions of pinned upstreams
+	Write  bool   // -catalog-lock-write: write the lock of what the upstreams serve, and exit
+	Search bool   // -catalog-search: search_tools and call_tool instead of the tools (gateway.Config.Search)
 }
 
 // Register registers the flags on fs.
@@ -37,6 +39,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.File, "catalog", "", "serve the upstreams' tools and prompts as the YAML `FILE` says (renamed, described, hidden, arguments fixed or defaulted, pinned) and its named endpoints at /mcp/NAME; read again on SIGHUP, a bad file logged with its line and the catalog in force kept (see docs/gateway.md)")
 	fs.StringVar(&f.Lock, "catalog-lock", "", "hold the tools of the upstreams the catalog pins (pin: warn or hold) to the definitions the lock `FILE` approved (written by -catalog-lock-write); read again on SIGHUP with the catalog")
 	fs.BoolVar(&f.Write, "catalog-lock-write", false, "approve: once every upstream is ready, write the -catalog-lock file of the definitions the pinned upstreams serve now, and exit")
+	fs.BoolVar(&f.Search, "catalog-search", false, "list two tools instead of the upstreams' (search_tools finds the best few of them for a query, BM25 in process; call_tool calls one by its name, as a call of that tool in every respect); see docs/gateway.md, \"Search instead of the full list\"")
 }
 
 // Check refuses the lock flags without -catalog, and -catalog-lock-write

@@ -14,17 +14,21 @@ import (
 const (
 	ClientCredentials = "client_credentials" // the upstream's token by the client credentials grant
 	TokenExchange     = "token_exchange"     // the caller's token exchanged (RFC 8693) for one of the upstream's audience
+	User              = "user"               // each caller's own token, which the user authorizes once in a browser (authorization code)
 )
 
 // Auth is one -upstream-auth NAME=MODE,key=value,...: how the gateway
 // gets an HTTP upstream its token.
 type Auth struct {
-	Mode     string // ClientCredentials or TokenExchange
+	Mode     string // ClientCredentials, TokenExchange or User
 	TokenURL string // client_credentials: the token endpoint
-	ClientID string // client_credentials
-	Secret   string // client_credentials, read from @FILE or env:VAR: never printed
-	Resource string // client_credentials: resource=, the RFC 8707 indicator; token_exchange: audience=
+	ClientID string // client_credentials, user
+	Secret   string // client_credentials, user: read from @FILE or env:VAR, never printed
+	Resource string // client_credentials, user: resource=, the RFC 8707 indicator (user: the upstream's URL by default); token_exchange: audience=
 	Scopes   []string
+	// Issuer is user's issuer=, the upstream's authorization server;
+	// "": found from the upstream (its 401's resource_metadata, RFC 9728).
+	Issuer string
 }
 
 // ParseCredentials applies -upstream-header (NAME=Header-Name=VALUE)
@@ -69,7 +73,8 @@ func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv fu
 	var out map[string]Auth // nil without -upstream-auth
 	for _, a := range auths {
 		name, spec, _ := strings.Cut(a, "=")
-		if _, err := httpUpstream("-upstream-auth", name); err != nil {
+		up, err := httpUpstream("-upstream-auth", name)
+		if err != nil {
 			return nil, err
 		}
 		if _, dup := out[name]; dup {
@@ -78,6 +83,9 @@ func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv fu
 		ua, err := parseAuth(spec, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("-upstream-auth %s: %w", name, err)
+		}
+		if ua.Mode == User && ua.Resource == "" {
+			ua.Resource = up.URL // RFC 8707: the upstream itself
 		}
 		if out == nil {
 			out = map[string]Auth{}
@@ -109,31 +117,64 @@ func parseAuth(spec string, getenv func(string) string) (Auth, error) {
 			ua.Resource = v
 		case "scopes":
 			ua.Scopes = strings.Fields(v)
+		case "issuer":
+			ua.Issuer = v
 		default:
 			return Auth{}, fmt.Errorf("unknown key %q", k)
 		}
 	}
 	switch ua.Mode {
 	case ClientCredentials:
-		if ua.TokenURL == "" || ua.ClientID == "" || secretRef == "" {
+		if ua.TokenURL == "" || ua.ClientID == "" || secretRef == "" || ua.Issuer != "" {
 			return Auth{}, errors.New("client_credentials needs token_url=, client_id= and client_secret=@FILE or env:VAR")
 		}
 		if err := flagvalue.CheckURL(ua.TokenURL); err != nil {
 			return Auth{}, fmt.Errorf("token_url: %w", err)
 		}
-		if !strings.HasPrefix(secretRef, "@") && !strings.HasPrefix(secretRef, "env:") {
-			return Auth{}, errors.New("client_secret: give @FILE or env:VAR, not the secret itself (a command line is visible to every local user)")
+		if err := readSecret(&ua, secretRef, getenv); err != nil {
+			return Auth{}, err
 		}
-		var err error
-		if ua.Secret, err = flagvalue.Secret(secretRef, getenv); err != nil {
-			return Auth{}, fmt.Errorf("client_secret: %w", err)
+	case User:
+		if ua.ClientID == "" || secretRef == "" || ua.TokenURL != "" {
+			return Auth{}, errors.New("user needs client_id= and client_secret=@FILE or env:VAR (issuer=, scopes= and resource= optional; the token endpoint is discovered)")
+		}
+		if ua.Issuer != "" {
+			if err := flagvalue.CheckURL(ua.Issuer); err != nil {
+				return Auth{}, fmt.Errorf("issuer: %w", err)
+			}
+		}
+		if err := readSecret(&ua, secretRef, getenv); err != nil {
+			return Auth{}, err
 		}
 	case TokenExchange:
-		if ua.Resource == "" || ua.TokenURL != "" || ua.ClientID != "" || secretRef != "" {
+		if ua.Resource == "" || ua.TokenURL != "" || ua.ClientID != "" || secretRef != "" || ua.Issuer != "" {
 			return Auth{}, errors.New("token_exchange needs audience= (scopes= optional) and uses -auth-exchange-endpoint and its client")
 		}
 	default:
-		return Auth{}, fmt.Errorf("mode %q: want %s or %s", ua.Mode, ClientCredentials, TokenExchange)
+		return Auth{}, fmt.Errorf("mode %q: want %s, %s or %s", ua.Mode, ClientCredentials, TokenExchange, User)
 	}
 	return ua, nil
+}
+
+// readSecret sets ua.Secret from ref, which must be @FILE or env:VAR.
+func readSecret(ua *Auth, ref string, getenv func(string) string) error {
+	if !strings.HasPrefix(ref, "@") && !strings.HasPrefix(ref, "env:") {
+		return errors.New("client_secret: give @FILE or env:VAR, not the secret itself (a command line is visible to every local user)")
+	}
+	var err error
+	if ua.Secret, err = flagvalue.Secret(ref, getenv); err != nil {
+		return fmt.Errorf("client_secret: %w", err)
+	}
+	return nil
+}
+
+// Users returns how many upstreams of auths are in the user mode.
+func Users(auths map[string]Auth) int {
+	n := 0
+	for _, ua := range auths {
+		if ua.Mode == User {
+			n++
+		}
+	}
+	return n
 }

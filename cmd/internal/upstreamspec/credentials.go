@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
@@ -27,6 +28,25 @@ const upstreamTokenTimeout = 10 * time.Second
 // upstreams are mounted): UseExchanger hands it over.
 type Credentials struct {
 	exchanger atomic.Pointer[oauth.Exchanger]
+	users     *connect.Connector // the user-mode upstreams'; nil without
+}
+
+// StartUsers returns the Connector of the user-mode upstreams of auths
+// (nil when none), cfg completed with them, which Apply then uses.
+func (uc *Credentials) StartUsers(ctx context.Context, ups []gateway.Upstream, auths map[string]Auth, cfg connect.Config) (*connect.Connector, error) {
+	for _, up := range ups {
+		if ua, ok := auths[up.Name]; ok && ua.Mode == User {
+			cfg.Upstreams = append(cfg.Upstreams, connect.Upstream{
+				Name: up.Name, URL: up.URL, Issuer: ua.Issuer, ClientID: ua.ClientID, Secret: ua.Secret, Resource: ua.Resource, Scopes: ua.Scopes,
+			})
+		}
+	}
+	if len(cfg.Upstreams) == 0 {
+		return nil, nil
+	}
+	var err error
+	uc.users, err = connect.New(ctx, cfg)
+	return uc.users, err
 }
 
 // ExchangeClient is the client of -auth-exchange-* at its token
@@ -68,6 +88,12 @@ func (uc *Credentials) Apply(ups []gateway.Upstream, auths map[string]Auth, xc E
 			// audience.
 			own := bearerFrom(clientCredentials(client, xc.Endpoint, xc.ID, xc.Secret, ua.Resource, ua.Scopes))
 			ups[i].Credentials = uc.exchanged(ua, own)
+		case User:
+			// What no caller sends carries the gateway's own token, by
+			// client credentials with the same client; a caller's request,
+			// the caller's own (connect).
+			own := bearerFrom(clientCredentials(client, uc.users.TokenURL(up.Name), ua.ClientID, ua.Secret, ua.Resource, ua.Scopes))
+			ups[i].Credentials, ups[i].Authorize = uc.users.Credentials(up.Name, own), uc.users.Authorize(up.Name)
 		}
 	}
 	return ups

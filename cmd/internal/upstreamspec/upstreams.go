@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/gateway"
@@ -127,4 +128,41 @@ func Required(ups []gateway.Upstream, v string) ([]string, error) {
 		return nil, fmt.Errorf("-upstream-required %q: want NAME[,NAME]", v)
 	}
 	return names, nil
+}
+
+// CheckSessions refuses the gateway's flags (their names in given, as
+// given in the arguments or the environment) without an upstream, an
+// -upstream-max-processes below 1, a negative -upstream-idle and an
+// -upstream-start-timeout not above 0.
+func CheckSessions(given func(name string) bool, upstreams, maxProcesses int, idle, startTimeout time.Duration) error {
+	var named []string
+	for _, name := range []string{"catalog", "catalog-search", "catalog-lock", "catalog-lock-write", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+		if given(name) {
+			named = append(named, "-"+name)
+		}
+	}
+	switch {
+	case len(named) > 0 && upstreams == 0:
+		return fmt.Errorf("%s: need -upstream", strings.Join(named, ", "))
+	case maxProcesses < 1:
+		return fmt.Errorf("-upstream-max-processes %d: want at least 1", maxProcesses)
+	case idle < 0:
+		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", idle)
+	case startTimeout <= 0:
+		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", startTimeout)
+	}
+	return nil
+}
+
+// UncheckedTools is the flag.Func of -upstream-unchecked-tools: serve
+// or drop, setting *drop.
+func UncheckedTools(drop *bool) func(string) error {
+	return func(v string) error {
+		switch v {
+		case "serve", "drop":
+			*drop = v == "drop"
+			return nil
+		}
+		return fmt.Errorf("%q: want serve or drop", v)
+	}
 }

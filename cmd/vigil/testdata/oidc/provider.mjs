@@ -11,6 +11,8 @@
 //     [--access-token-ttl 600] [--jwks private-jwks.json] [--exit-on-stdin-close] \
 //     [--other-resource http://127.0.0.1:9/other ...] [--test-endpoints] \
 //     [--exchanger-id vigil-exchanger --exchanger-secret xs]
+//     [--host 127.0.0.2] [--accounts alice,bob]
+//     [--web-client-id w --web-client-secret ws --redirect-uri URI ...]
 //
 // Secrets may instead come from the environment: OIDC_CLIENT_SECRET (one
 // client), OIDC_INTROSPECTOR_SECRET and OIDC_EXCHANGER_SECRET.
@@ -90,6 +92,22 @@
 // claims iss, aud (one string), sub = client_id, client_id, scope (absent
 // when none was granted), iat, exp, jti.
 //
+// Users and the authorization code flow (--accounts, --web-client-id):
+//   - --accounts names the users who may sign in (no password: the test
+//     types the name). GET /interaction/<uid> is the login page, a form
+//     with one field, login, posted to /interaction/<uid>/login; a name
+//     not in --accounts is refused (403). Consent is given at once, for
+//     every scope and resource asked (the next GET /interaction/<uid>).
+//     The ID token's sub and the access token's sub are the name.
+//   - each --web-client-id (with its --web-client-secret and
+//     --redirect-uri, in order) is a confidential client of the
+//     authorization code flow, PKCE S256 required, client_secret_basic,
+//     that gets a refresh token with each code (rotated on use) and may
+//     also use client credentials (its own token, sub = its id);
+//     authorization responses carry iss (RFC 9207);
+//   - --host is the loopback address it listens on (default 127.0.0.1):
+//     two providers on two addresses keep their browser cookies apart.
+//
 // Keys: --jwks names a JSON file holding a private JWKS ({"keys": [...]},
 // RSA keys with kid, n, e, d, p, q, dp, dq, qi). /jwks publishes their public
 // halves in the same order; tokens are signed with the first. Restart the
@@ -122,6 +140,11 @@ const { values: args } = parseArgs({
     'test-endpoints': { type: 'boolean', default: false },
     'exchanger-id': { type: 'string' },
     'exchanger-secret': { type: 'string' },
+    host: { type: 'string', default: '127.0.0.1' },
+    accounts: { type: 'string', default: '' },
+    'web-client-id': { type: 'string', multiple: true, default: [] },
+    'web-client-secret': { type: 'string', multiple: true, default: [] },
+    'redirect-uri': { type: 'string', multiple: true, default: [] },
   },
   strict: true,
 });
@@ -204,6 +227,24 @@ if (exchanger) {
   });
 }
 
+const accounts = args.accounts.split(',').filter(Boolean);
+const webIds = args['web-client-id'];
+if (args['web-client-secret'].length !== webIds.length || args['redirect-uri'].length !== webIds.length) {
+  fail('every --web-client-id needs its --web-client-secret and --redirect-uri');
+}
+webIds.forEach((id, i) => {
+  if (clients.some((c) => c.client_id === id)) fail(`--web-client-id ${id} is registered already`);
+  clients.push({
+    client_id: id,
+    client_secret: args['web-client-secret'][i],
+    grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
+    redirect_uris: [args['redirect-uri'][i]],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: ['openid', ...scopes].join(' '),
+  });
+});
+
 let jwks;
 if (args.jwks) {
   try {
@@ -218,12 +259,15 @@ if (args.jwks) {
 // kernel), then build the provider and hand it the server's requests.
 const server = http.createServer();
 server.on('error', (err) => fail(`listen 127.0.0.1:${port}: ${err.message}`));
-await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
-const issuer = `http://127.0.0.1:${server.address().port}`;
+await new Promise((resolve) => server.listen(port, args.host, resolve));
+const issuer = `http://${args.host}:${server.address().port}`;
 
 const provider = new Provider(issuer, {
   clients,
-  scopes,
+  scopes: ['openid', ...scopes],
+  findAccount: (ctx, id) => (accounts.includes(id) ? { accountId: id, claims: () => ({ sub: id }) } : undefined),
+  issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  pkce: { required: () => true },
   ...(jwks ? { jwks } : {}),
   // Fixed, so that nothing is random but the tokens; nothing here uses cookies.
   cookies: { keys: ['vigil-test-cookie-key'] },
@@ -355,8 +399,59 @@ server.on('request', (req, res) => {
     });
     return;
   }
+  if (accounts.length > 0 && path.startsWith('/interaction/')) {
+    interaction(req, res, path).catch((err) => {
+      console.error('provider: interaction', err);
+      if (!res.headersSent) {
+        res.writeHead(400, { 'Content-Type': 'text/plain' });
+        res.end('interaction failed\n');
+      }
+    });
+    return;
+  }
   callback(req, res);
 });
+
+// interaction serves the login page and its form, and gives consent.
+async function interaction(req, res, path) {
+  const details = await provider.interactionDetails(req, res);
+  const { uid, prompt, params, session } = details;
+  if (req.method === 'POST' && path === `/interaction/${uid}/login`) {
+    let body = '';
+    for await (const chunk of req) {
+      body += chunk;
+      if (body.length > 4096) break;
+    }
+    const login = new URLSearchParams(body).get('login') ?? '';
+    if (!accounts.includes(login)) {
+      res.writeHead(403, { 'Content-Type': 'text/plain' });
+      res.end('unknown user\n');
+      return;
+    }
+    await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  if (req.method !== 'GET' || path !== `/interaction/${uid}`) {
+    res.writeHead(404);
+    res.end();
+    return;
+  }
+  if (prompt.name === 'login') {
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
+    res.end(`<!doctype html><title>Sign in</title><form method="post" action="/interaction/${uid}/login">`
+      + '<input name="login" autofocus><button type="submit">Sign in</button></form>\n');
+    return;
+  }
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  const d = prompt.details;
+  if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
+  if (d.missingOIDCClaims) grant.addOIDCClaims(d.missingOIDCClaims);
+  for (const [indicator, sc] of Object.entries(d.missingResourceScopes ?? {})) grant.addResourceScope(indicator, sc.join(' '));
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
 
 let stopping = false;
 function stop(why) {

@@ -1,0 +1,264 @@
+// Package connect is the gateway's side of -upstream-auth NAME=user: a
+// caller whose call needs an upstream it has not authorized gets a URL
+// elicitation (-32042) whose link opens the gateway's own pages; they sign
+// the browser in at the gateway's identity provider, refuse anyone but
+// the principal the link was made for, run the upstream's authorization
+// code flow (PKCE S256, state, RFC 8707 resource, RFC 9207 iss) and give
+// the tokens to the vault (gateway/accounts). Calls then carry the
+// caller's own token to that upstream only.
+package connect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/oauth2"
+
+	"github.com/vigil-mcp/vigil/gateway/accounts"
+	"github.com/vigil-mcp/vigil/internal/quota"
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// The defaults of Config's bounds.
+const (
+	DefaultTTL             = 10 * time.Minute
+	DefaultMaxPending      = 10000
+	DefaultMaxPendingOfOne = 16
+)
+
+// Upstream is one upstream of the user mode: the gateway as an OAuth
+// client of its authorization server.
+type Upstream struct {
+	Name, URL        string
+	Issuer           string // its authorization server; "": discovered from URL
+	ClientID, Secret string
+	Resource         string // RFC 8707
+	Scopes           []string
+}
+
+// Config configures [New].
+type Config struct {
+	Upstreams []Upstream
+	// SignInIssuer is the gateway's own identity provider (-auth-issuer),
+	// where the browser signs in with the client SignInClientID.
+	SignInIssuer, SignInClientID, SignInSecret string
+	Store                                      accounts.Store
+	TTL                                        time.Duration // a link's life (DefaultTTL when 0)
+	MaxPending, MaxPendingOfOne                int           // pending flows in all, and of one principal
+	Registerer                                 prometheus.Registerer
+	Logger                                     *slog.Logger
+	HTTPClient                                 *http.Client // to the authorization servers, with a timeout
+	Now                                        func() time.Time
+}
+
+// upstreamOf is an Upstream with its authorization server found.
+type upstreamOf struct {
+	Upstream
+	as    *authServer
+	oauth oauth2.Config // RedirectURL set per request (the base is known late)
+}
+
+// Connector runs the flows. Its methods are safe for concurrent use.
+type Connector struct {
+	cfg       Config
+	ups       map[string]*upstreamOf
+	vault     *accounts.Vault
+	signIn    oauth2.Config
+	idToken   *oidc.IDTokenVerifier
+	flows     *pending
+	base      atomic.Pointer[string] // the gateway's own URL, scheme://host[:port]
+	events    *prometheus.CounterVec
+	log       *slog.Logger
+	secureCtx context.Context // carries the HTTP client for x/oauth2
+}
+
+// New finds each upstream's authorization server and the gateway's
+// identity provider, and returns the Connector of cfg; SetBase must be
+// called before its pages serve.
+func New(ctx context.Context, cfg Config) (*Connector, error) {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.MaxPendingOfOne <= 0 {
+		cfg.MaxPendingOfOne = DefaultMaxPendingOfOne
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	hctx := oidc.ClientContext(context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, cfg.HTTPClient), cfg.HTTPClient)
+	c := &Connector{cfg: cfg, ups: map[string]*upstreamOf{}, log: cfg.Logger, secureCtx: hctx}
+	clients := map[string]accounts.Client{}
+	for _, up := range cfg.Upstreams {
+		issuer := up.Issuer
+		if issuer == "" {
+			var err error
+			if issuer, err = discoverIssuer(ctx, cfg.HTTPClient, up.URL); err != nil {
+				return nil, fmt.Errorf("-upstream-auth %s: finding its authorization server: %w", up.Name, err)
+			}
+		}
+		as, err := discoverServer(ctx, cfg.HTTPClient, issuer)
+		if err != nil {
+			return nil, fmt.Errorf("-upstream-auth %s: %w", up.Name, err)
+		}
+		u := &upstreamOf{Upstream: up, as: as, oauth: oauth2.Config{
+			ClientID: up.ClientID, ClientSecret: up.Secret, Scopes: up.Scopes,
+			Endpoint: oauth2.Endpoint{AuthURL: as.AuthURL, TokenURL: as.TokenURL, AuthStyle: oauth2.AuthStyleInHeader},
+		}}
+		c.ups[up.Name] = u
+		clients[up.Name] = accounts.Client{
+			TokenURL: as.TokenURL, RevocationURL: as.RevocationURL, ClientID: up.ClientID, ClientSecret: up.Secret,
+			Resource: up.Resource, Scopes: up.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
+		}
+	}
+	provider, err := oidc.NewProvider(hctx, cfg.SignInIssuer)
+	if err != nil {
+		return nil, fmt.Errorf("-connect-client-id: the identity provider %s: %w", cfg.SignInIssuer, err)
+	}
+	c.signIn = oauth2.Config{ClientID: cfg.SignInClientID, ClientSecret: cfg.SignInSecret, Endpoint: provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID}}
+	c.idToken = provider.Verifier(&oidc.Config{ClientID: cfg.SignInClientID, Now: cfg.Now})
+	if c.vault, err = accounts.NewVault(accounts.VaultConfig{
+		Store: cfg.Store, Clients: clients, Logger: cfg.Logger, Registerer: cfg.Registerer, Now: cfg.Now, HTTPClient: cfg.HTTPClient,
+	}); err != nil {
+		return nil, err
+	}
+	c.events = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_gateway_upstream_authorizations_total",
+		Help: "Authorizations of an upstream by its users (-upstream-auth NAME=user), by event: started (a link made), completed (tokens stored), refused (a sign-in as another user, a wrong state or cookie, an error or failed exchange), expired (not completed in time, or pushed out by the same user's newer ones).",
+	}, []string{"upstream", "event"})
+	for name := range c.ups {
+		for _, ev := range []string{"started", "completed", "refused", "expired"} {
+			c.events.WithLabelValues(name, ev)
+		}
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c.events); err != nil {
+			return nil, err
+		}
+	}
+	c.flows = newPending(cfg.TTL, cfg.MaxPending, cfg.MaxPendingOfOne, func(f *flow, why string) {
+		c.events.WithLabelValues(f.upstream, why).Inc()
+	})
+	return c, nil
+}
+
+// SetBase sets the gateway's own URL (scheme://host[:port]), under which
+// /connect/ is served; the identity provider and the upstreams'
+// authorization servers must know its redirect URIs,
+// base/connect/signin and base/connect/callback.
+func (c *Connector) SetBase(base string) {
+	base = strings.TrimSuffix(base, "/")
+	c.base.Store(&base)
+}
+
+func (c *Connector) baseURL() string {
+	if b := c.base.Load(); b != nil {
+		return *b
+	}
+	return ""
+}
+
+// PrincipalKey is the vault's key of p: its user (issuer and subject),
+// whatever its client.
+func PrincipalKey(p *auth.Principal) string { return quota.PrincipalKey(p.Issuer, p.Subject, "") }
+
+// callerOf returns the verified principal of the caller of ctx's request.
+func callerOf(ctx context.Context) (*server.Request, *auth.Principal) {
+	req := server.RequestFromContext(ctx)
+	if req == nil {
+		return nil, nil
+	}
+	p, ok := auth.PrincipalFromContext(req.ArrivalContext())
+	if !ok || p.Subject == "" {
+		return req, nil
+	}
+	return req, p
+}
+
+// Authorize is the gateway.Upstream.Authorize of upstream: a caller with
+// a token in the vault goes on; one without gets -32042, a URL
+// elicitation of the link to authorize it; one without a principal is
+// refused.
+func (c *Connector) Authorize(upstream string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req, p := callerOf(ctx)
+		if p == nil {
+			return server.Errorf(protocol.CodeInvalidRequest, "upstream %s acts as each user: call it with a token of the gateway's own authorization", upstream)
+		}
+		_, err := c.vault.Token(ctx, PrincipalKey(p), upstream)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, accounts.ErrAuthorize) {
+			c.log.Warn("connect: the vault failed", "upstream", upstream, "error", err)
+			return server.Errorf(protocol.CodeInternal, "upstream %s: the user's token is not available now; try again later", upstream)
+		}
+		f := &flow{principal: PrincipalKey(p), issuer: p.Issuer, sub: p.Subject, upstream: upstream}
+		if req.InSession() {
+			f.session = req.Session
+		}
+		if !c.flows.add(f, c.cfg.Now()) {
+			return server.Errorf(protocol.CodeServerBusy, "upstream %s: too many authorizations under way; try again later", upstream)
+		}
+		c.events.WithLabelValues(upstream, "started").Inc()
+		return urlElicitation(f, c.baseURL()+"/connect/"+f.id)
+	}
+}
+
+// urlElicitation is the -32042 URLElicitationRequiredError of f
+// (MCP 2025-11-25).
+func urlElicitation(f *flow, link string) error {
+	msg := "Authorize the gateway to use your account at " + f.upstream + ": open the link, sign in, and approve; then retry."
+	data, _ := json.Marshal(map[string]any{"elicitations": []map[string]string{{
+		"mode": "url", "elicitationId": f.elicitation, "url": link, "message": msg,
+	}}})
+	return &server.Error{Code: protocol.CodeURLElicitationRequired, Message: "upstream " + f.upstream + " needs your authorization", Data: data}
+}
+
+// Credentials returns the gateway.Upstream.Credentials of upstream: a
+// caller's request carries the caller's own token; what no caller sends
+// carries own's.
+func (c *Connector) Credentials(upstream string, own func(context.Context) (http.Header, error)) func(context.Context) (http.Header, error) {
+	return func(ctx context.Context) (http.Header, error) {
+		req, p := callerOf(ctx)
+		if req == nil {
+			return own(ctx)
+		}
+		if p == nil {
+			return nil, errors.New("no verified caller")
+		}
+		tok, err := c.vault.Token(ctx, PrincipalKey(p), upstream)
+		if err != nil {
+			return nil, errors.New("the caller's token is not available")
+		}
+		return http.Header{"Authorization": {"Bearer " + tok}}, nil
+	}
+}
+
+// TokenURL returns the token endpoint of upstream's authorization server.
+func (c *Connector) TokenURL(upstream string) string { return c.ups[upstream].as.TokenURL }
+
+// Pending returns the flows under way and the principals holding them.
+func (c *Connector) Pending() (flows, principals int) { return c.flows.len() }
+
+// Vault returns the vault of the user-mode upstreams.
+func (c *Connector) Vault() *accounts.Vault { return c.vault }
