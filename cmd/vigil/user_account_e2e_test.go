@@ -348,11 +348,10 @@ func TestUserAccount(t *testing.T) {
 	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
 	assert.Contains(t, text, `"upstream":"u"`)
 	// The refresh token's revocation (RFC 7009) revokes the grant: 200.
-	// oidc-provider cannot revoke a JWT access token (400
-	// unsupported_token_type), which the vault still reports as a failed
-	// revocation: either answer is accepted here, the entry gone in both.
+	// oidc-provider revokes no JWT access token (400
+	// unsupported_token_type): the grant's revocation is what it offers.
 	text = resultText(t, call2025(t, ca, "gateway_disconnect", map[string]any{"upstream": "u"}))
-	assert.Contains(t, []string{"disconnected from u", "disconnected, but the revocation at the authorization server failed: u may accept the tokens until they expire"}, text)
+	assert.Equal(t, "disconnected from u", text)
 	assert.Equal(t, 1, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "alice's refresh token revoked at the authorization server")
 	m = r.call2026(t, alice, "whoami", `{}`)
 	require.NotNil(t, m.Error, "asked again")
@@ -371,7 +370,7 @@ func TestUserAccount(t *testing.T) {
 	resp, err = r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
-	assert.Contains(t, []int{http.StatusOK, http.StatusBadGateway}, resp.StatusCode, "revoked, or the access token's revocation refused (above)")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "revoked")
 	asked(t, call2025(t, cb, "whoami", nil))
 	assert.Equal(t, 2, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "bob's refresh token revoked too")
 

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,10 +30,18 @@ func (v *Vault) revoke(ctx context.Context, upstream string, c *Client, e *entry
 	ctx, cancel := context.WithTimeout(ctx, revokeBudget)
 	defer cancel()
 	var errs []error
+	grantRevoked := false
 	if e.refresh != "" {
-		errs = append(errs, v.revokeOne(ctx, c, e.refresh, "refresh_token"))
+		err := v.revokeOne(ctx, c, e.refresh, "refresh_token")
+		grantRevoked = err == nil
+		errs = append(errs, err)
 	}
-	errs = append(errs, v.revokeOne(ctx, c, e.access, "access_token"))
+	if err := v.revokeOne(ctx, c, e.access, "access_token"); !(grantRevoked && errors.Is(err, errUnsupportedTokenType)) {
+		// A server that revokes no access tokens of this kind (a JWT
+		// lives until it expires) has revoked the grant with its
+		// refresh token: that is the revocation it offers.
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		v.metrics.revoked(upstream, revokeFailed)
 		v.logger.Warn("accounts: a revocation failed: the connection is removed, its tokens may live until they expire", "upstream", upstream, "error", err)
@@ -71,10 +80,20 @@ func (v *Vault) revokeOne(ctx context.Context, c *Client, tok secret, hint strin
 		}
 		return fmt.Errorf("%s: %w", hint, err)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: the revocation endpoint answered %d", hint, resp.StatusCode)
+	if resp.StatusCode == http.StatusOK {
+		return nil
 	}
-	return nil
+	var answer struct {
+		Error string `json:"error"`
+	}
+	if resp.StatusCode == http.StatusBadRequest && json.Unmarshal(body, &answer) == nil && answer.Error == "unsupported_token_type" {
+		return fmt.Errorf("%s: %w", hint, errUnsupportedTokenType)
+	}
+	return fmt.Errorf("%s: the revocation endpoint answered %d", hint, resp.StatusCode)
 }
+
+// errUnsupportedTokenType is RFC 7009's unsupported_token_type: the
+// server revokes no tokens of that type.
+var errUnsupportedTokenType = errors.New("the revocation endpoint revokes no tokens of this type (unsupported_token_type)")
