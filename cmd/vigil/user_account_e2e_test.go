@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +62,7 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 		}
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var p *auth.Principal
-		var err error = fmt.Errorf("no token")
+		err := errors.New("no token")
 		if tok != "" {
 			u.mu.Lock()
 			u.tokens = append(u.tokens, tok)

@@ -36,7 +36,7 @@ func (v *Vault) revoke(ctx context.Context, upstream string, c *Client, e *entry
 		grantRevoked = err == nil
 		errs = append(errs, err)
 	}
-	if err := v.revokeOne(ctx, c, e.access, "access_token"); !(grantRevoked && errors.Is(err, errUnsupportedTokenType)) {
+	if err := v.revokeOne(ctx, c, e.access, "access_token"); !grantRevoked || !errors.Is(err, errUnsupportedTokenType) {
 		// A server that revokes no access tokens of this kind (a JWT
 		// lives until it expires) has revoked the grant with its
 		// refresh token: that is the revocation it offers.
