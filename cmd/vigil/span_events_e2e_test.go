@@ -15,17 +15,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
 // spanEventRequests is the mixed load of TestE2ESpanEventsInsideTheirSpans.
 const spanEventRequests = 200
 
-// traceSink is an OTLP/HTTP traces receiver: it keeps every span exported.
+// traceSink is an OTLP/HTTP traces receiver: it keeps every span exported,
+// and every export as protojson text (names, attributes, events, statuses).
 type traceSink struct {
 	url   string
 	mu    sync.Mutex
 	spans []spanTimes
+	text  strings.Builder
 }
 
 // spanTimes is what the check needs of a span: its name, start, end and
@@ -47,6 +50,7 @@ func newTraceSink(t *testing.T) *traceSink {
 			return
 		}
 		s.mu.Lock()
+		s.text.WriteString(protojson.Format(req))
 		for _, rs := range req.GetResourceSpans() {
 			for _, ss := range rs.GetScopeSpans() {
 				for _, sp := range ss.GetSpans() {
@@ -66,6 +70,13 @@ func newTraceSink(t *testing.T) *traceSink {
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
+}
+
+// exported returns every export received, as protojson text.
+func (s *traceSink) exported() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
 }
 
 func (s *traceSink) received() []spanTimes {

@@ -115,6 +115,7 @@ func (u *subjectUpstream) seen() []string {
 // server (as), both real, on two loopback addresses.
 type userRig struct {
 	v       *vigilAuth
+	spans   *traceSink // every span vigil exported, over OTLP/HTTP
 	idp, as *oidcProvider
 	up      *subjectUpstream
 	base    string // the gateway's own URL
@@ -151,10 +152,14 @@ func startUserRig(t *testing.T) *userRig {
 	})
 	file := filepath.Join(t.TempDir(), "up-secret")
 	require.NoError(t, os.WriteFile(file, []byte(userUpSecret+"\n"), 0o600))
-	v := startVigilAuth(t, port, idp.Issuer(), []string{"CONNECT_SECRET=" + userSignInSecret},
+	spans := newTraceSink(t)
+	v := startVigilAuth(t, port, idp.Issuer(), []string{
+		"CONNECT_SECRET=" + userSignInSecret, "OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.url,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100",
+	},
 		"-upstream", "u="+up.url, "-upstream-auth", "u=user,client_id="+userGatewayClient+",client_secret=@"+file+",scopes=vigil.read",
 		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET")
-	return &userRig{v: v, idp: idp, as: as, up: up, base: base}
+	return &userRig{v: v, spans: spans, idp: idp, as: as, up: up, base: base}
 }
 
 // token returns a gateway token of user (its sub is the user).
@@ -310,8 +315,8 @@ func resultText(t *testing.T, m rpcMessage) string {
 // then 20 of 20 calls of each, in both eras, reach the upstream as that
 // user. gateway_connections lists the connection; gateway_disconnect
 // removes it (revoked at the authorization server) and the next call asks
-// again. No token or code shows in vigil's debug log, /metrics or any
-// answer.
+// again. No token or code shows in vigil's debug log, /metrics, any
+// answer or any span it exported (attributes, events, statuses).
 func TestUserAccount(t *testing.T) {
 	r := startUserRig(t)
 	alice, bob := r.token(t, userAccounts[0]), r.token(t, userAccounts[1])
@@ -388,6 +393,12 @@ func TestUserAccount(t *testing.T) {
 	}
 	shown += string(m.Error.Data) + m.Error.Message
 	assert.Contains(t, shown, `mcp_gateway_upstream_authorizations_total{event="completed",upstream="u"} 2`)
+	require.NoError(t, r.v.proc.stop(10*time.Second), "vigil exports its last spans as it stops")
+	spans := r.spans.exported()
+	assert.Contains(t, spans, `"tools/call whoami"`, "the calls' spans reached the sink")
+	assert.Contains(t, spans, "gateway_disconnect")
+	t.Logf("%d spans exported, %d bytes of protojson searched", len(r.spans.received()), len(spans))
+	shown += spans
 	for _, s := range secrets {
 		if strings.Count(s, ".") == 2 && strings.Contains(s, "eyJ") { // a JWT: its signature is what must not show
 			s = s[strings.LastIndex(s, ".")+1:]
