@@ -38,7 +38,8 @@ type rpcMessage struct {
 type e2eClient struct {
 	url     string
 	hc      *http.Client
-	session string // Mcp-Session-Id, set by initialize
+	session string         // Mcp-Session-Id, set by initialize
+	caps    map[string]any // the capabilities initialize declares; nil: none
 	nextID  atomic.Int64
 }
 
@@ -74,9 +75,13 @@ func (c *e2eClient) request(method string, params map[string]any) (int64, map[st
 
 // initialize opens the session and sends notifications/initialized.
 func (c *e2eClient) initialize(ctx context.Context) error {
+	caps := c.caps
+	if caps == nil {
+		caps = map[string]any{}
+	}
 	id, msg := c.request("initialize", map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{},
+		"capabilities":    caps,
 		"clientInfo":      map[string]any{"name": "vigil-e2e", "version": "1"},
 	})
 	resp, err := c.post(ctx, msg)

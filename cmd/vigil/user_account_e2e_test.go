@@ -243,8 +243,15 @@ func urlElicitationOf(t *testing.T, code int64, data json.RawMessage) elicitatio
 // call2026 calls tool as a stateless 2026-07-28 request with token.
 func (r *userRig) call2026(t *testing.T, token, tool, args string) rpcMessage {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+	return r.call2026With(t, token, tool, args, `{}`, "")
+}
+
+// call2026With is call2026 from a client of capabilities caps (JSON), with
+// more members of params (`,"k":v...`, or "").
+func (r *userRig) call2026With(t *testing.T, token, tool, args, caps, more string) rpcMessage {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + more + `,"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `,` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.v.url, strings.NewReader(body))
 	require.NoError(t, err)
@@ -559,4 +566,89 @@ func TestUserAccountRefusals(t *testing.T) {
 	assert.Contains(t, string(metrics), `mcp_gateway_upstream_authorizations_total{event="refused",upstream="u"} 5`, "bob's sign-in on alice's link, four callbacks")
 	text := resultText(t, call2025(t, ca, "gateway_connections", nil))
 	assert.Equal(t, 1, strings.Count(text, `"upstream"`), text)
+}
+
+// TestUserAccountInputRound: a 2026-07-28 caller that declared the
+// elicitation url capability is asked as the era asks, an input_required
+// result whose one input request is elicitation/create in url mode; the
+// user completes it in a browser, the client retries with the requestState and
+// an accept, and the call runs as the user.
+func TestUserAccountInputRound(t *testing.T) {
+	r := startUserRig(t)
+	bob := r.token(t, userAccounts[1])
+	const caps = `{"elicitation":{"url":{}}}`
+	m := r.call2026With(t, bob, "whoami", `{}`, caps, "")
+	require.Nil(t, m.Error, "%+v", m.Error)
+	var res struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+			Params struct {
+				Mode, URL, Message, ElicitationID string
+			} `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &res), "%s", m.Result)
+	require.Equal(t, "input_required", res.ResultType, "%s", m.Result)
+	require.Len(t, res.InputRequests, 1, "%s", m.Result)
+	require.NotEmpty(t, res.RequestState)
+	var key string
+	var e elicitation
+	for k, in := range res.InputRequests {
+		key = k
+		assert.Equal(t, "elicitation/create", in.Method)
+		e = elicitation{Mode: in.Params.Mode, URL: in.Params.URL, Message: in.Params.Message}
+	}
+	require.Equal(t, "url", e.Mode, "%s", m.Result)
+	assert.Contains(t, e.Message, "your account at u")
+	retry := `,"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":"` + res.RequestState + `"`
+	r.connect(t, e, "bob")
+	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, retry)))
+	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, "")), "asked no more")
+}
+
+// TestUserAccountElicitURL: a 2025-11-25 session that declared the
+// elicitation url capability is sent elicitation/create in url mode on the
+// call's stream; the client accepts, the user completes the flow in a
+// browser, the session is told notifications/elicitation/complete with the
+// elicitationId, and the same call then answers as the user.
+func TestUserAccountElicitURL(t *testing.T) {
+	r := startUserRig(t)
+	alice := r.token(t, userAccounts[0])
+	c := newE2EClient(r.v.url, &http.Client{Transport: bearer{token: alice, base: r.v.hc.Transport}, Timeout: 30 * time.Second})
+	c.caps = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	require.NoError(t, c.initialize(t.Context()))
+
+	id, msg := c.request("tools/call", toolParams("whoami", nil, "", ""))
+	resp, err := c.post(t.Context(), msg)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var asked elicitation
+	var completed []string
+	m, err := readResponse(resp, id, func(o rpcMessage) {
+		switch o.Method {
+		case "elicitation/create":
+			var p struct{ Mode, URL, Message, ElicitationID string }
+			require.NoError(t, json.Unmarshal(o.Params, &p))
+			asked = elicitation{Mode: p.Mode, URL: p.URL, Message: p.Message, ElicitationID: p.ElicitationID}
+			require.Equal(t, "url", asked.Mode, "%s", o.Params)
+			require.NotEmpty(t, asked.ElicitationID)
+			ack, err := c.post(t.Context(), map[string]any{"jsonrpc": "2.0", "id": o.ID, "result": map[string]any{"action": "accept"}})
+			require.NoError(t, err)
+			_ = ack.Body.Close()
+			require.Equal(t, http.StatusAccepted, ack.StatusCode)
+			r.connect(t, asked, "alice")
+		case "notifications/elicitation/complete":
+			var p struct{ ElicitationID string }
+			require.NoError(t, json.Unmarshal(o.Params, &p))
+			completed = append(completed, p.ElicitationID)
+		}
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, asked.URL, "no elicitation/create on the call's stream")
+	assert.Equal(t, "subject=alice", resultText(t, m), "the same call, once the user connected")
+	assert.Equal(t, []string{asked.ElicitationID}, completed, "notifications/elicitation/complete")
+	assert.Equal(t, "subject=alice", resultText(t, call2025(t, c, "whoami", nil)), "asked no more")
 }

@@ -220,16 +220,66 @@ func (c *Connector) Authorize(upstream string) func(ctx context.Context) error {
 			return server.Errorf(protocol.CodeServerBusy, "upstream %s: too many authorizations under way; try again later", upstream)
 		}
 		c.events.WithLabelValues(upstream, "started").Inc()
-		return urlElicitation(f, c.baseURL()+"/connect/"+f.id)
+		return c.ask(ctx, req, f, c.baseURL()+"/connect/"+f.id)
 	}
+}
+
+// ask asks the caller of req to open link, the flow f's. A client that
+// declared the elicitation url capability is asked in its era's way: in a
+// 2025-11-25 session, elicitation/create in url mode, after whose accept
+// the call waits for the flow to end (or the call to be cancelled, or the
+// link to expire) and goes on as the user; in a 2026-07-28 request, the
+// elicitation is an input request of an input_required result, and the
+// retry goes on when the user completed the flow. Any other client, a
+// declined elicitation, or a retry before the flow completed gets -32042.
+func (c *Connector) ask(ctx context.Context, req *server.Request, f *flow, link string) error {
+	fallback := urlElicitation(f, link)
+	if caps := req.ClientCapabilities.Elicitation; caps == nil || caps.URL == nil {
+		c.log.Debug("connect: the client declared no url elicitation; -32042", "upstream", f.upstream)
+		return fallback
+	}
+	f.waiting.Store(req.InSession())
+	res, err := server.Elicit(ctx, &server.ElicitParams{
+		Mode: server.ElicitModeURL, URL: link, ElicitationID: f.elicitation, Message: elicitationMessage(f),
+	})
+	if err != nil && !req.InSession() {
+		return err // a 2026-07-28 request interrupted: the core makes it the input_required result
+	}
+	if err != nil || res.Action != server.ElicitAccept || !req.InSession() {
+		f.waiting.Store(false) // no call waits: the callback tells the session
+		if err != nil {
+			c.log.Debug("connect: the url elicitation was not asked; -32042", "upstream", f.upstream, "error", err)
+		}
+		return fallback
+	}
+	wait := time.NewTimer(time.Until(f.expires))
+	defer wait.Stop()
+	select {
+	case <-f.done:
+	case <-wait.C:
+	case <-ctx.Done():
+		f.waiting.Store(false)
+		return ctx.Err()
+	}
+	if _, err := c.vault.Token(ctx, f.principal, f.upstream); err != nil {
+		return fallback
+	}
+	if err := server.NotifyElicitationComplete(ctx, f.elicitation); err != nil {
+		c.log.Debug("connect: notifications/elicitation/complete not sent", "upstream", f.upstream, "error", err)
+	}
+	return nil
+}
+
+// elicitationMessage is what the user is told about f.
+func elicitationMessage(f *flow) string {
+	return "Authorize the gateway to use your account at " + f.upstream + ": open the link, sign in, and approve; then retry."
 }
 
 // urlElicitation is the -32042 URLElicitationRequiredError of f
 // (MCP 2025-11-25).
 func urlElicitation(f *flow, link string) error {
-	msg := "Authorize the gateway to use your account at " + f.upstream + ": open the link, sign in, and approve; then retry."
 	data, _ := json.Marshal(map[string]any{"elicitations": []map[string]string{{
-		"mode": "url", "elicitationId": f.elicitation, "url": link, "message": msg,
+		"mode": "url", "elicitationId": f.elicitation, "url": link, "message": elicitationMessage(f),
 	}}})
 	return &server.Error{Code: protocol.CodeURLElicitationRequired, Message: "upstream " + f.upstream + " needs your authorization", Data: data}
 }

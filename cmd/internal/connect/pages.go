@@ -196,7 +196,7 @@ func (c *Connector) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	c.flows.end(f, "completed")
 	c.log.Info("connect: an upstream authorized", "upstream", f.upstream)
-	if f.session != nil {
+	if f.session != nil && !f.waiting.Load() {
 		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = f.session.Notify(nctx, "notifications/elicitation/complete", map[string]string{"elicitationId": f.elicitation})

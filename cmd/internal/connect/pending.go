@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -29,6 +30,11 @@ type flow struct {
 	session     *server.Session // told notifications/elicitation/complete; nil for a stateless caller
 	expires     time.Time
 	elem        *list.Element // in pending.order
+	done        chan struct{} // closed when the flow ends, however
+	// waiting is true while a call of the session waits for the flow
+	// (after an elicitation/create it accepted): that call tells the
+	// session notifications/elicitation/complete, on its own stream.
+	waiting atomic.Bool
 
 	signIns []*attempt // sign-ins under way, oldest first
 	// set once the browser signed in as the principal: the upstream's
@@ -89,7 +95,7 @@ func (p *pending) add(f *flow, now time.Time) bool {
 	} else if len(p.byID) >= p.most {
 		return false
 	}
-	f.id, f.elicitation, f.expires = newID(), newID(), now.Add(p.ttl)
+	f.id, f.elicitation, f.expires, f.done = newID(), newID(), now.Add(p.ttl), make(chan struct{})
 	f.elem = p.order.PushBack(f)
 	p.byID[f.id] = f
 	p.of[f.principal] = append(p.of[f.principal], f)
@@ -132,6 +138,7 @@ func (p *pending) removeLocked(f *flow, why string) {
 	} else {
 		p.of[f.principal] = mine
 	}
+	close(f.done)
 	if p.ended != nil {
 		p.ended(f, why)
 	}
