@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -175,6 +176,12 @@ type Config struct {
 	// it would list. Mount fails when the server has a tool of either name
 	// already.
 	Search bool
+	// AuditLog, when not nil, gets one JSON line per change that a
+	// pinned upstream's listing brings (docs/operations.md, "Audit log"):
+	// a tool whose definition is not the one in the catalog lock, once per
+	// served name and digest, as it is logged and counted. Writes to it
+	// must not block for long (cmd/vigil gives its audit log's writer).
+	AuditLog io.Writer
 
 	now     func() time.Time      // the clock; nil: time.Now (tests set it: export_test.go)
 	spawned func(pid int)         // told of each spare process kept (tests set it: export_test.go)
@@ -201,7 +208,8 @@ type Gateway struct {
 	// viewIndex maps each registered tool to its upstream (views.go);
 	// written under mu.
 	viewIndex atomic.Pointer[map[string]viewEntry]
-	searching bool // Config.Search: the server's tool search is the gateway's (search.go)
+	audit     io.Writer // Config.AuditLog; nil: none (pinning.go)
+	searching bool      // Config.Search: the server's tool search is the gateway's (search.go)
 	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
 	// nil: every item as its upstream lists it (curation.go).
 	catalog atomic.Pointer[Catalog]
@@ -341,7 +349,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions(), audit: cfg.AuditLog}
 	g.catalog.Store(cfg.Catalog)
 	// An upstream may be ready after the first client initializes: that
 	// client must still be told the server has tools, prompts and
