@@ -208,6 +208,10 @@ type Gateway struct {
 	// viewIndex maps each registered tool to its upstream (views.go);
 	// written under mu.
 	viewIndex atomic.Pointer[map[string]viewEntry]
+	// itemIndex maps each registered prompt, resource and template, by
+	// kind and key ("prompt NAME"), to its upstream and own name, for
+	// showsItem (endpoints.go); written under mu.
+	itemIndex atomic.Pointer[map[string]itemEntry]
 	audit     io.Writer // Config.AuditLog; nil: none (pinning.go)
 	searching bool      // Config.Search: the server's tool search is the gateway's (search.go)
 	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
@@ -408,6 +412,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	srv.SetResourceFallback(g.readUnlisted)  // unlisted.go
 	srv.SetToolView(g.showsTool)             // views.go
+	srv.SetItemView(g.showsItem)             // endpoints.go
 	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
 	srv.SetRootsChanged(g.rootsChanged)      // roots.go
 	srv.SetToolWait(g.awaitTool)             // lifecycle.go
@@ -990,6 +995,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
 	g.srv.SetResourceFallback(nil)
 	g.srv.SetToolView(nil)
+	g.srv.SetItemView(nil)
 	g.srv.SetResourceSubscriber(nil)
 	g.srv.SetRootsChanged(nil)
 	g.srv.SetToolWait(nil)

@@ -139,6 +139,7 @@ func (g *Gateway) indexViews() {
 		}
 	}
 	g.viewIndex.Store(&idx)
+	g.indexItems()
 }
 
 // showsTool is the server's tool view (server.Server.SetToolView): at a
