@@ -352,3 +352,40 @@ func TestCatalogEndpoints(t *testing.T) {
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusNotFound, res.StatusCode)
 }
+
+// TestCatalogEndpointSearch: an endpoint with search: true lists
+// search_tools and call_tool, which search and call only what it serves,
+// while the default endpoint and another endpoint list their tools.
+func TestCatalogEndpointSearch(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startCuratedUpstream(t)
+	file := strings.Replace(strings.Replace(curatedFile, "    scopes: [demo.read]\n", "    search: true\n", 1), `tools: ["up/oth*"]`, `tools: ["up/oth*", "up/echo"]`, 1)
+	srv, g := mountCatalog(t, u, file, nil)
+	ep := streamable.New(srv)
+	t.Cleanup(func() { _ = ep.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", ep)
+	mux.Handle("/mcp/", g.Endpoints(ep))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	client := func(path string) *mcptest.Client {
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL + path}))
+		c.Initialize("", nil)
+		return c
+	}
+
+	assert.ElementsMatch(t, []string{"say", "other"}, toolNames(client("/mcp")), "the default endpoint lists its tools")
+	assert.ElementsMatch(t, []string{"say", "other"}, toolNames(client("/mcp/others")), "so does an endpoint without search")
+	demo := client("/mcp/demo")
+	assert.Equal(t, []string{"search_tools", "call_tool"}, toolNames(demo), "the searching endpoint lists the two")
+	res := demo.CallTool("search_tools", map[string]any{"query": "other say repeats", "limit": 10})
+	require.False(t, res.IsError, res.Text())
+	var out struct{ Tools []struct{ Name string } }
+	require.NoError(t, json.Unmarshal([]byte(res.Text()), &out))
+	require.Len(t, out.Tools, 1, "it searches only what the endpoint serves")
+	assert.Equal(t, "say", out.Tools[0].Name)
+	assert.JSONEq(t, `{"message":"hi","tenant":"acme"}`, demo.CallTool("call_tool", map[string]any{"name": "say"}).Text())
+	_, rpcErr := demo.Call("tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "other"}})
+	require.NotNil(t, rpcErr, "a tool the endpoint does not serve is not called")
+	assert.Contains(t, rpcErr.Message, "unknown tool")
+}

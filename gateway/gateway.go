@@ -173,8 +173,9 @@ type Config struct {
 	// (BM25 over their names, descriptions and arguments, in process), and
 	// call_tool, which calls one by its name, as a call of that tool in
 	// every respect (server.Server.SetToolSearch). A caller searches what
-	// it would list. Mount fails when the server has a tool of either name
-	// already.
+	// it would list. It is the default endpoint's; a catalog endpoint
+	// searches with its search: true (docs/gateway.md). Mount fails when
+	// the server has a tool of either name already.
 	Search bool
 	// AuditLog, when not nil, gets one JSON line per change that a
 	// pinned upstream's listing brings (docs/operations.md, "Audit log"):
@@ -213,7 +214,10 @@ type Gateway struct {
 	// showsItem (endpoints.go); written under mu.
 	itemIndex atomic.Pointer[map[string]itemEntry]
 	audit     io.Writer // Config.AuditLog; nil: none (pinning.go)
-	searching bool      // Config.Search: the server's tool search is the gateway's (search.go)
+	searching bool      // Config.Search, or an endpoint's search: the server's tool search is the gateway's (search.go)
+	// searchDefault is Config.Search: the default endpoint searches; a
+	// named endpoint searches when its search is true (showsTool).
+	searchDefault bool
 	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
 	// nil: every item as its upstream lists it (curation.go).
 	catalog atomic.Pointer[Catalog]
@@ -360,7 +364,8 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	// resources, and hear them come; and an upstream's session resources
 	// are read though it lists none (unlisted.go).
 	srv.ExpectFeatures()
-	if cfg.Search {
+	g.searchDefault = cfg.Search
+	if cfg.Search || cfg.Catalog.searches() {
 		if err := g.searchOn(cfg.Upstreams); err != nil { // search.go
 			return nil, err
 		}

@@ -160,6 +160,9 @@ func (g *Gateway) indexViews() {
 func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	idx := g.viewIndex.Load()
 	endpoint := endpointOf(req.ArrivalContext()) // endpoints.go
+	if g.searching && (t.Name == searchToolName || t.Name == callToolName) {
+		return endpoint == nil && g.searchDefault || endpoint != nil && endpoint.search // search.go
+	}
 	if idx == nil {
 		return endpoint == nil
 	}

@@ -52,7 +52,10 @@ func (s *Server) searching() bool { return s.search.rank.Load() != nil }
 // rank gets the tools tools/list would show req without search
 // (WithToolAccess and SetToolView applied, the two left out), in order,
 // and returns the indexes of at most limit of them, best first (others
-// are ignored). Every tool stays callable by its name. nil turns the
+// are ignored). Every tool stays callable by its name. A request that
+// WithToolAccess or SetToolView does not show search_tools and call_tool
+// lists the tools it is shown instead, as without search (a gateway
+// searches at some of its endpoints so). nil turns the
 // mode off. rank must be safe for concurrent use; so is SetToolSearch.
 // docs/gateway.md, "Search instead of the full list", has the whole story.
 func (s *Server) SetToolSearch(rank func(req *Request, tools []Tool, query string, limit int) []int) error {
