@@ -53,6 +53,11 @@ func startCuratedUpstream(t *testing.T) *curatedUpstream {
 		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: "hi"}}}}, nil
 		}))
+	for _, uri := range []string{"note:a", "note:b"} {
+		require.NoError(t, u.srv.AddResource(server.Resource{URI: uri, Name: uri}, func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+			return &server.ReadResourceResult{Contents: []*server.ResourceContents{{URI: uri, Text: uri}}}, nil
+		}))
+	}
 	h := streamable.New(u.srv)
 	ts := httptest.NewServer(h)
 	u.url = ts.URL
@@ -94,6 +99,8 @@ upstreams:
 endpoints:
   demo:
     tools: ["tag:demo"]
+    prompts: ["up/simple"]
+    resources: ["up/note:a"]
     scopes: [demo.read]
   others:
     tools: ["up/oth*"]
@@ -294,8 +301,35 @@ func TestCatalogEndpoints(t *testing.T) {
 	require.NotNil(t, rpcErr)
 	assert.Contains(t, rpcErr.Message, "unknown tool")
 
+	all := client("/mcp", "Bearer nobody")
+	assert.Len(t, all.ListPrompts(), 1, "the default endpoint serves every prompt")
+	assert.Len(t, all.ListResources(), 2, "and every resource")
+	require.Len(t, demo.ListPrompts(), 1)
+	assert.Equal(t, "greet", demo.ListPrompts()[0].Name, "the prompt selected by its own name")
+	assert.Equal(t, "hi", demo.GetPrompt("greet", nil).Messages[0].Content.(*server.TextContent).Text)
+	require.Len(t, demo.ListResources(), 1)
+	assert.Equal(t, "note:a", demo.ListResources()[0].URI)
+	assert.Equal(t, "note:a", demo.ReadResource("note:a")[0].Text)
+	_, unknownRead := all.Call("resources/read", map[string]any{"uri": "note:nothing"})
+	require.NotNil(t, unknownRead)
+	_, rpcErr = demo.Call("resources/read", map[string]any{"uri": "note:b"})
+	require.NotNil(t, rpcErr, "an unselected resource is not read")
+	assert.Equal(t, unknownRead.Code, rpcErr.Code, "as a resource nothing serves")
+	assert.Equal(t, unknownRead.Message, rpcErr.Message)
+
 	others := client("/mcp/others", "Bearer nobody")
 	assert.Equal(t, []string{"other"}, toolNames(others))
+	assert.Empty(t, others.ListPrompts(), "an endpoint that selects no prompt serves none")
+	assert.Empty(t, others.ListResources(), "nor resources")
+	_, rpcErr = others.Call("prompts/get", map[string]any{"name": "greet"})
+	require.NotNil(t, rpcErr)
+	_, unknownPrompt := all.Call("prompts/get", map[string]any{"name": "nothing"})
+	require.NotNil(t, unknownPrompt)
+	assert.Equal(t, unknownPrompt.Code, rpcErr.Code, "as an unknown prompt")
+	assert.Contains(t, rpcErr.Message, "unknown prompt")
+	_, rpcErr = others.Call("resources/read", map[string]any{"uri": "note:a"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, unknownRead.Code, rpcErr.Code)
 	_, rpcErr = others.Call("tools/call", map[string]any{"name": "say"})
 	require.NotNil(t, rpcErr)
 	assert.Contains(t, rpcErr.Message, "unknown tool")
@@ -317,4 +351,41 @@ func TestCatalogEndpoints(t *testing.T) {
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusNotFound, res.StatusCode)
+}
+
+// TestCatalogEndpointSearch: an endpoint with search: true lists
+// search_tools and call_tool, which search and call only what it serves,
+// while the default endpoint and another endpoint list their tools.
+func TestCatalogEndpointSearch(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startCuratedUpstream(t)
+	file := strings.Replace(strings.Replace(curatedFile, "    scopes: [demo.read]\n", "    search: true\n", 1), `tools: ["up/oth*"]`, `tools: ["up/oth*", "up/echo"]`, 1)
+	srv, g := mountCatalog(t, u, file, nil)
+	ep := streamable.New(srv)
+	t.Cleanup(func() { _ = ep.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", ep)
+	mux.Handle("/mcp/", g.Endpoints(ep))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	client := func(path string) *mcptest.Client {
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL + path}))
+		c.Initialize("", nil)
+		return c
+	}
+
+	assert.ElementsMatch(t, []string{"say", "other"}, toolNames(client("/mcp")), "the default endpoint lists its tools")
+	assert.ElementsMatch(t, []string{"say", "other"}, toolNames(client("/mcp/others")), "so does an endpoint without search")
+	demo := client("/mcp/demo")
+	assert.Equal(t, []string{"search_tools", "call_tool"}, toolNames(demo), "the searching endpoint lists the two")
+	res := demo.CallTool("search_tools", map[string]any{"query": "other say repeats", "limit": 10})
+	require.False(t, res.IsError, res.Text())
+	var out struct{ Tools []struct{ Name string } }
+	require.NoError(t, json.Unmarshal([]byte(res.Text()), &out))
+	require.Len(t, out.Tools, 1, "it searches only what the endpoint serves")
+	assert.Equal(t, "say", out.Tools[0].Name)
+	assert.JSONEq(t, `{"message":"hi","tenant":"acme"}`, demo.CallTool("call_tool", map[string]any{"name": "say"}).Text())
+	_, rpcErr := demo.Call("tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "other"}})
+	require.NotNil(t, rpcErr, "a tool the endpoint does not serve is not called")
+	assert.Contains(t, rpcErr.Message, "unknown tool")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -78,6 +79,62 @@ func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg st
 func (e *endpointSpec) servesTool(upstream, own string, tags []string) bool {
 	for _, s := range e.tools {
 		if s.tag != "" && slices.Contains(tags, s.tag) || s.upstream == upstream && globMatches(s.glob, own) {
+			return true
+		}
+	}
+	return false
+}
+
+// itemEntry is the upstream and own name (the URI, the URI template) of
+// a registered prompt, resource or template.
+type itemEntry struct{ upstream, own string }
+
+// indexItems records which upstream serves each registered prompt,
+// resource and template, for showsItem; g.mu is held.
+func (g *Gateway) indexItems() {
+	idx := map[string]itemEntry{}
+	for _, m := range g.mounts {
+		if m.cat == nil {
+			continue
+		}
+		for i, p := range m.cat.prompts {
+			idx[server.ItemPrompt+" "+p.Name] = itemEntry{m.up.Name, m.cat.promptOf[i]}
+		}
+		for _, r := range m.cat.resources {
+			idx[server.ItemResource+" "+r.URI] = itemEntry{m.up.Name, r.URI}
+		}
+		for _, t := range m.cat.templates {
+			idx[server.ItemResourceTemplate+" "+t.URITemplate] = itemEntry{m.up.Name, t.URITemplate}
+		}
+	}
+	g.itemIndex.Store(&idx)
+}
+
+// showsItem is the server's item view (server.Server.SetItemView): at a
+// catalog's endpoint, only the upstreams' prompts its prompts selectors
+// select and the resources and templates its resources selectors select
+// (by upstream and a glob of the prompt's own name, of the URI or URI
+// template); a resource no upstream lists is not served there. The
+// default endpoint serves every one.
+func (g *Gateway) showsItem(req *server.Request, kind, key string) bool {
+	e := endpointOf(req.ArrivalContext())
+	if e == nil {
+		return true
+	}
+	idx := g.itemIndex.Load()
+	if idx == nil {
+		return false
+	}
+	it, ok := (*idx)[kind+" "+key]
+	if !ok {
+		return false
+	}
+	sels := e.resources
+	if kind == server.ItemPrompt {
+		sels = e.prompts
+	}
+	for _, s := range sels {
+		if s.tag == "" && s.upstream == it.upstream && globMatches(s.glob, it.own) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -172,9 +173,16 @@ type Config struct {
 	// (BM25 over their names, descriptions and arguments, in process), and
 	// call_tool, which calls one by its name, as a call of that tool in
 	// every respect (server.Server.SetToolSearch). A caller searches what
-	// it would list. Mount fails when the server has a tool of either name
-	// already.
+	// it would list. It is the default endpoint's; a catalog endpoint
+	// searches with its search: true (docs/gateway.md). Mount fails when
+	// the server has a tool of either name already.
 	Search bool
+	// AuditLog, when not nil, gets one JSON line per change that a
+	// pinned upstream's listing brings (docs/operations.md, "Audit log"):
+	// a tool whose definition is not the one in the catalog lock, once per
+	// served name and digest, as it is logged and counted. Writes to it
+	// must not block for long (cmd/vigil gives its audit log's writer).
+	AuditLog io.Writer
 
 	now     func() time.Time      // the clock; nil: time.Now (tests set it: export_test.go)
 	spawned func(pid int)         // told of each spare process kept (tests set it: export_test.go)
@@ -201,7 +209,15 @@ type Gateway struct {
 	// viewIndex maps each registered tool to its upstream (views.go);
 	// written under mu.
 	viewIndex atomic.Pointer[map[string]viewEntry]
-	searching bool // Config.Search: the server's tool search is the gateway's (search.go)
+	// itemIndex maps each registered prompt, resource and template, by
+	// kind and key ("prompt NAME"), to its upstream and own name, for
+	// showsItem (endpoints.go); written under mu.
+	itemIndex atomic.Pointer[map[string]itemEntry]
+	audit     io.Writer // Config.AuditLog; nil: none (pinning.go)
+	searching bool      // Config.Search, or an endpoint's search: the server's tool search is the gateway's (search.go)
+	// searchDefault is Config.Search: the default endpoint searches; a
+	// named endpoint searches when its search is true (showsTool).
+	searchDefault bool
 	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
 	// nil: every item as its upstream lists it (curation.go).
 	catalog atomic.Pointer[Catalog]
@@ -341,14 +357,15 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions(), audit: cfg.AuditLog}
 	g.catalog.Store(cfg.Catalog)
 	// An upstream may be ready after the first client initializes: that
 	// client must still be told the server has tools, prompts and
 	// resources, and hear them come; and an upstream's session resources
 	// are read though it lists none (unlisted.go).
 	srv.ExpectFeatures()
-	if cfg.Search {
+	g.searchDefault = cfg.Search
+	if cfg.Search || cfg.Catalog.searches() {
 		if err := g.searchOn(cfg.Upstreams); err != nil { // search.go
 			return nil, err
 		}
@@ -400,6 +417,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	srv.SetResourceFallback(g.readUnlisted)  // unlisted.go
 	srv.SetToolView(g.showsTool)             // views.go
+	srv.SetItemView(g.showsItem)             // endpoints.go
 	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
 	srv.SetRootsChanged(g.rootsChanged)      // roots.go
 	srv.SetToolWait(g.awaitTool)             // lifecycle.go
@@ -982,6 +1000,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
 	g.srv.SetResourceFallback(nil)
 	g.srv.SetToolView(nil)
+	g.srv.SetItemView(nil)
 	g.srv.SetResourceSubscriber(nil)
 	g.srv.SetRootsChanged(nil)
 	g.srv.SetToolWait(nil)

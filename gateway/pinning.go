@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
+	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -112,16 +115,21 @@ func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own str
 	var was pinnedDefinition
 	compatible := known && json.Unmarshal(approved.Definition, &was) == nil &&
 		jsonEqual(was.InputSchema, t.InputSchema) && jsonEqual(was.OutputSchema, t.OutputSchema)
-	decision := "served as it is now"
+	decision, audited := "served as it is now", pinServed
 	if cur.pin == pinHold {
-		decision = "withheld until the lock is rewritten"
+		decision, audited = "withheld until the lock is rewritten", pinWithheld
 		if compatible {
-			decision = "served as the lock has it"
+			decision, audited = "served as the lock has it", pinServedApproved
 		}
 	}
 	if _, told := m.pinned.LoadOrStore(t.Name+" "+digest, true); !told {
 		m.log.Warn("gateway: catalog pin: "+what+": "+decision, "upstream", m.up.Name, "tool", t.Name, "upstream_tool", own, "pin", cur.pin, "digest", digest, "approved_digest", approved.Digest)
 		m.g.obs.PinChanged(m.up.Name, cur.pin)
+		change := "new"
+		if known {
+			change = "changed"
+		}
+		m.auditPin(pinAudit{Upstream: m.up.Name, Tool: t.Name, UpstreamTool: own, Pin: cur.pin, Change: change, Decision: audited, Digest: digest, ApprovedDigest: approved.Digest})
 	}
 	switch {
 	case cur.pin == pinWarn:
@@ -132,6 +140,66 @@ func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own str
 	}
 	m.withhold(t.Name+" "+digest, fmt.Errorf("pin hold: %s", what))
 	return false
+}
+
+// The decisions of a pin change, as its audit line names them.
+const (
+	pinServed         = "served"          // warn: served as the upstream lists it now
+	pinServedApproved = "served_approved" // hold, only the text changed: served as the lock has it
+	pinWithheld       = "withheld"        // hold, a new tool or a changed schema: neither listed nor callable
+)
+
+// pinAudit is the audit line of a pin change (Config.AuditLog; its
+// members are listed in docs/operations.md, "Audit log"). Event tells it
+// from the line of a tool call, which has none.
+type pinAudit struct {
+	Time           time.Time `json:"time"`
+	Event          string    `json:"event"` // catalog_pin_change
+	Upstream       string    `json:"upstream"`
+	Tool           string    `json:"tool"`          // the served name (cut to 128 B)
+	UpstreamTool   string    `json:"upstream_tool"` // the upstream's name of it (cut to 128 B)
+	Pin            string    `json:"pin"`           // warn or hold
+	Change         string    `json:"change"`        // new (not in the lock) or changed
+	Decision       string    `json:"decision"`      // served, served_approved or withheld
+	Digest         string    `json:"digest"`
+	ApprovedDigest string    `json:"approved_digest,omitempty"` // absent for a new tool
+	Truncated      bool      `json:"truncated,omitempty"`       // a name was cut to its bound
+}
+
+// auditMaxName bounds each tool name of a pin change's audit line, in
+// bytes (the MCP limit of a tool name).
+const auditMaxName = 128
+
+// auditPin writes rec, stamped now, to the gateway's audit log, if any:
+// one JSON line, the names an upstream chose cut to their bound and
+// their invisible characters escaped (\u202e), as the audit log of
+// calls writes them.
+func (m *mount) auditPin(rec pinAudit) {
+	if m.g.audit == nil {
+		return
+	}
+	rec.Time, rec.Event = m.now(), "catalog_pin_change"
+	rec.Tool = cutName(rec.Tool, &rec.Truncated)
+	rec.UpstreamTool = cutName(rec.UpstreamTool, &rec.Truncated)
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	_, _ = m.g.audit.Write(append(invisible.Escape(line), '\n'))
+}
+
+// cutName returns s cut to auditMaxName bytes at a character boundary,
+// setting *cut when it was.
+func cutName(s string, cut *bool) string {
+	if len(s) <= auditMaxName {
+		return s
+	}
+	*cut = true
+	n := auditMaxName
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // jsonEqual reports whether a and b are the same JSON value (nil and

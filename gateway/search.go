@@ -17,6 +17,29 @@ import (
 // list, as they are now) the first time it is searched, and kept for the
 // next searches of that view: a listing change makes a new view.
 
+// The names of the two tools of the search mode (server.Server.SetToolSearch),
+// which the tool view shows only at the endpoints that search (views.go).
+const (
+	searchToolName = "search_tools"
+	callToolName   = "call_tool"
+)
+
+// searches reports whether one of the catalog's endpoints searches; a
+// nil catalog has none. Mount turns the search mode on for it: a catalog
+// given later (SetCatalog) that has one while the mode is off lists its
+// tools there until the gateway is mounted again.
+func (c *Catalog) searches() bool {
+	if c == nil {
+		return false
+	}
+	for _, e := range c.endpoints {
+		if e.search {
+			return true
+		}
+	}
+	return false
+}
+
 // maxSearchViews bounds the views whose index is kept.
 const maxSearchViews = 16
 

@@ -139,6 +139,7 @@ func (g *Gateway) indexViews() {
 		}
 	}
 	g.viewIndex.Store(&idx)
+	g.indexItems()
 }
 
 // showsTool is the server's tool view (server.Server.SetToolView): at a
@@ -159,6 +160,9 @@ func (g *Gateway) indexViews() {
 func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	idx := g.viewIndex.Load()
 	endpoint := endpointOf(req.ArrivalContext()) // endpoints.go
+	if g.searching && (t.Name == searchToolName || t.Name == callToolName) {
+		return endpoint == nil && g.searchDefault || endpoint != nil && endpoint.search // search.go
+	}
 	if idx == nil {
 		return endpoint == nil
 	}

@@ -59,8 +59,10 @@ type listParams struct {
 // listPage selects the page of a list request (prompts/list,
 // resources/list, resources/templates/list): the items of *listed, read
 // under mu (replaced, never modified, on change), from the request's
-// cursor on, and the cursor of the next page.
-func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *ordered[T]) ([]T, string, error) {
+// cursor on, and the cursor of the next page. keep, when not nil, leaves
+// out the items it returns false for, before paginating, so that pages
+// stay full and a cursor stays valid.
+func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *ordered[T], keep func(T) bool) ([]T, string, error) {
 	p, err := decodeListParams(req)
 	if err != nil {
 		return nil, "", err
@@ -68,6 +70,15 @@ func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *ordered[
 	mu.RLock()
 	l := *listed
 	mu.RUnlock()
+	if keep != nil {
+		var kept ordered[T]
+		for i, item := range l.items {
+			if keep(item) {
+				kept.items, kept.keys = append(kept.items, item), append(kept.keys, l.keys[i])
+			}
+		}
+		l = kept
+	}
 	return paginate(l.items, func(i int) string { return l.keys[i] }, p.Cursor, s.cfg.pageSize)
 }
 

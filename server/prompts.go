@@ -207,7 +207,7 @@ func (s *Server) registerPrompts() {
 }
 
 func (s *Server) listPrompts(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed)
+	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed, itemFilter(s, req, ItemPrompt, func(p Prompt) string { return p.Name }))
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 		return nil, err
 	}
 	rp := s.prompts.lookup(*p.Name)
-	if rp == nil {
+	if rp == nil || !s.itemShown(req, ItemPrompt, *p.Name) {
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown prompt: %q", *p.Name)
 	}
 	if err := checkPromptArguments(&rp.prompt, args); err != nil {

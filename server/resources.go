@@ -456,7 +456,7 @@ func decodeListParams(req *Request) (listParams, error) {
 }
 
 func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listed)
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listed, itemFilter(s, req, ItemResource, func(r Resource) string { return r.URI }))
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +467,7 @@ func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) listResourceTemplates(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listedT)
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listedT, itemFilter(s, req, ItemResourceTemplate, func(t ResourceTemplate) string { return t.URITemplate }))
 	if err != nil {
 		return nil, err
 	}
@@ -519,6 +519,10 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 		if found {
 			r, t, vars = s.resources.resolve(uri)
 		}
+	}
+	if r != nil && !s.itemShown(req, ItemResource, r.res.URI) || t != nil && !s.itemShown(req, ItemResourceTemplate, t.tmpl.URITemplate) ||
+		r == nil && t == nil && !s.itemShown(req, ItemResource, uri) {
+		return nil, resourceNotFound(req, uri) // hidden: as unknown, the fallback not asked
 	}
 	rreq := &ReadResourceRequest{Request: req, URI: uri, Variables: vars}
 	var h ResourceHandler

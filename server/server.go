@@ -37,6 +37,7 @@ type Server struct {
 	tools        toolRegistry
 	toolView     atomic.Pointer[func(*Request, *Tool) bool]          // SetToolView's (tools.go)
 	toolWait     atomic.Pointer[func(context.Context, string) error] // SetToolWait's (tool_wait.go)
+	itemView     atomic.Pointer[func(*Request, string, string) bool] // SetItemView's (item_view.go)
 	search       toolSearch                                          // SetToolSearch's (tool_search.go)
 	capsCache    capabilitiesCache                                   // capabilities.go: the initialize result's, encoded
 	changes      debouncer

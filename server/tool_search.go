@@ -43,18 +43,19 @@ func (s *Server) searching() bool { return s.search.rank.Load() != nil }
 
 // SetToolSearch makes tools/list list two tools when rank is not nil,
 // which it registers (failing when either name is taken): search_tools
-// (a query of 1 to 1,024 characters, a limit of 1 to 10) answers the name, title,
-// description and input schema of the tools rank picks, as structured
-// content {"tools": [...]} and as its JSON text; call_tool (a name and an
-// arguments object) is read, as it arrives, before any middleware, as a
-// tools/call of the tool named, that tool's checks, telemetry and answers
-// in every respect (malformed: -32602), but for its Mcp-Param-* headers.
-// rank gets the tools tools/list would show req without search
-// (WithToolAccess and SetToolView applied, the two left out), in order,
-// and returns the indexes of at most limit of them, best first (others
-// are ignored). Every tool stays callable by its name. nil turns the
-// mode off. rank must be safe for concurrent use; so is SetToolSearch.
-// docs/gateway.md, "Search instead of the full list", has the whole story.
+// (a query of 1 to 1,024 characters, a limit of 1 to 10) answers the
+// name, title, description and input schema of the tools rank picks, as
+// structured content {"tools": [...]} and as its JSON text; call_tool (a
+// name and an arguments object) is read, as it arrives, before any
+// middleware, as a tools/call of the tool named in every respect
+// (malformed: -32602), but for its Mcp-Param-* headers. rank gets the
+// tools tools/list would show req without search (WithToolAccess and
+// SetToolView applied, the two left out), in order, and returns the
+// indexes of at most limit of them, best first (others are ignored).
+// Every tool stays callable by its name. A request not shown the two
+// lists its tools, as without search. nil turns the mode off. rank
+// must be safe for concurrent use; so is SetToolSearch. docs/gateway.md,
+// "Search instead of the full list", has the whole story.
 func (s *Server) SetToolSearch(rank func(req *Request, tools []Tool, query string, limit int) []int) error {
 	s.search.mu.Lock()
 	defer s.search.mu.Unlock()

@@ -400,7 +400,9 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	}
 	items := s.visibleTools(req)
 	if s.searching() {
-		items = searchListed(items) // tool_search.go
+		if searched := searchListed(items); len(searched) > 0 { // tool_search.go
+			items = searched
+		} // else the view hides the two from req: it lists the tools
 	}
 	page, next, err := paginate(items, func(i int) string { return orderKey(items[i].order) }, p.Cursor, s.cfg.pageSize)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +33,7 @@ type front struct {
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
 	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
 	users   *connect.Connector              // the user-mode upstreams' flows (-upstream-auth NAME=user); nil without
+	audit   io.Writer                       // the audit log (-audit-log), which the gateway's pin changes go to too; nil: none
 }
 
 // options returns the service's options of front, and the rest of what

@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	if audit != nil {
 		auditOut, auditDropped = audit, audit.Dropped
 	}
-	f := &front{cfg: cfg}
+	f := &front{cfg: cfg, audit: auditOut}
 	defer f.close()
 	pageOpts, closeTracing, err := pageOptions(ctx, cfg, page, f)
 	if err != nil {

@@ -166,6 +166,7 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 	}
 	gcfg := upstreamConfig(cfg, logger)
 	xc := upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}
+	gcfg.AuditLog = f.audit // pin changes (-catalog-lock)
 	gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, xc), registry, demoToolScopes(cfg)
 	mctx, cancel := context.WithTimeout(ctx, upstreamWait(cfg))
 	g, err := gateway.Mount(mctx, srv, gcfg)
