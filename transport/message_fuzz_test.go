@@ -55,8 +55,16 @@ func FuzzDecodeMessage(f *testing.F) {
 				wantCode = protocol.CodeParseError
 			}
 			require.Equal(t, wantCode, de.Code, "error: %v", err)
-			if de.Code == protocol.CodeParseError {
-				require.False(t, de.ID.IsValid(), "a parse error cannot know the id")
+			if de.Code == protocol.CodeParseError && de.ID.IsValid() {
+				// Only a response whose one fault is bytes that are not
+				// UTF-8 keeps its id, so that its receiver fails the call
+				// it answers at once (DecodeError): the same frame with
+				// those bytes replaced is that response.
+				m, err := transport.DecodeMessage(bytes.ToValidUTF8(data, []byte("\uFFFD")))
+				require.NoError(t, err, "a parse error knows an id only for a response that is one but for its encoding")
+				r, ok := m.(*transport.Response)
+				require.True(t, ok, "a parse error knows an id only for a response: %T", m)
+				require.Equal(t, r.ID, de.ID)
 			}
 			return
 		}
