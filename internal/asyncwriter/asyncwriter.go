@@ -50,8 +50,9 @@ func WithBlock(d time.Duration) Option {
 }
 
 // Writer buffers what is written to it and writes it to its destination
-// from a goroutine of its own: at least every flush interval, and as soon as
-// the buffer is half full. A Write never waits for the destination (but
+// from a goroutine of its own: within a flush interval of the first line
+// the buffer took, and as soon as the buffer is half full. An idle Writer
+// has no timer running: its goroutine sleeps until a line comes. A Write never waits for the destination (but
 // see [WithBlock]): it copies p into the buffer, or, when the buffer cannot
 // take all of p, drops p whole and counts its lines ([Writer.Dropped]).
 // Each Write is kept whole
@@ -80,6 +81,8 @@ type Writer struct {
 	spare []byte
 
 	dropped atomic.Uint64
+	first   chan struct{} // the buffer took a line when it was empty: arm the timer
+	wakes   atomic.Uint64 // times run woke: what an idle process pays
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -107,6 +110,7 @@ func New(out io.Writer, opts ...Option) *Writer {
 		interval: cfg.interval,
 		block:    cfg.block,
 		drained:  make(chan struct{}),
+		first:    make(chan struct{}, 1),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -162,12 +166,19 @@ func (w *Writer) Write(p []byte) (int, error) {
 		defer w.outMu.Unlock()
 		return w.out.Write(p)
 	}
+	wasEmpty := len(w.buf) == 0
 	w.buf = append(w.buf, p...)
 	kick := !w.kicked && len(w.buf) >= w.size/2
 	if kick {
 		w.kicked = true
 	}
 	w.mu.Unlock()
+	if wasEmpty {
+		select {
+		case w.first <- struct{}{}:
+		default:
+		}
+	}
 	if kick {
 		select {
 		case w.kick <- struct{}{}:
@@ -234,17 +245,30 @@ func (w *Writer) flush(closing bool) error {
 	return err
 }
 
+// run flushes the buffer an interval after it took its first line, or
+// when kicked; between, with nothing buffered, it waits without a timer.
 func (w *Writer) run() {
 	defer close(w.done)
-	t := time.NewTicker(w.interval)
+	t := time.NewTimer(w.interval)
+	t.Stop()
 	defer t.Stop()
+	var due <-chan time.Time // t.C while the timer runs
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-t.C:
+		case <-w.first:
+			w.wakes.Add(1)
+			if due == nil {
+				t.Reset(w.interval)
+				due = t.C
+			}
+			continue
+		case <-due:
+			due = nil
 		case <-w.kick:
 		}
+		w.wakes.Add(1)
 		_ = w.flush(false)
 	}
 }

@@ -299,3 +299,35 @@ func TestBlockedWriteRacingClose(t *testing.T) {
 		assert.Equal(t, "first line ....\nsecond line ...\nthird line ....\nfourth line ...\n", out.String())
 	})
 }
+
+// TestIdleWriterRunsNoTimer checks that a Writer with nothing buffered has
+// no timer running (an idle process is not woken every interval), and that
+// a line written after a long quiet spell still leaves within one interval.
+func TestIdleWriterRunsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{}
+		w := asyncwriter.New(out, asyncwriter.WithFlushInterval(100*time.Millisecond))
+		defer func() { require.NoError(t, w.Close()) }()
+		_, err := fmt.Fprintln(w, "one")
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, "one\n", out.String())
+
+		// Idle for an hour: the writer's goroutine does not wake once.
+		wakes := asyncwriter.Wakes(w)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, wakes, asyncwriter.Wakes(w), "an idle writer sleeps")
+		assert.Equal(t, 1, out.Writes())
+
+		_, err = fmt.Fprintln(w, "two")
+		require.NoError(t, err)
+		time.Sleep(99 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, "one\n", out.String(), "not before the interval")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, "one\ntwo\n", out.String())
+	})
+}

@@ -76,12 +76,15 @@ func RunFor(client *http.Client, workers int, d time.Duration, want []byte, newR
 // workers: each waits for its turn before it starts a request (the wait
 // is not in its latency), so that a server is measured at a given rate
 // rather than at the most it can take. The turns start at once, one at a
-// time.
+// time; a turn that would come after d is not waited for, so that the
+// run ends at d.
 func RunPaced(client *http.Client, workers int, d time.Duration, perSecond float64, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
 	deadline := time.Now().Add(d)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	turns := rate.NewLimiter(rate.Limit(perSecond), 1)
 	return run(func(int) *http.Client { return client }, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) },
-		func() { _ = turns.WaitN(context.Background(), 1) })
+		func() bool { return turns.WaitN(ctx, 1) == nil })
 }
 
 // RunForEach is [RunFor] with a client per worker: worker w sends its
@@ -93,10 +96,11 @@ func RunForEach(clients []*http.Client, d time.Duration, want []byte, newReq fun
 }
 
 // run is the loop of [Run], [RunFor], [RunPaced] and [RunForEach]: each
-// worker w waits for its turn (when turn is not nil), takes the next
+// worker w waits for its turn (when turn is not nil; it stops when turn
+// reports there is none), takes the next
 // index while more(i, now) holds, and sends with clientOf(w); capacity is
 // the initial size of each worker's latency slice.
-func run(clientOf func(worker int) *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool, turn func()) ([]time.Duration, error) {
+func run(clientOf func(worker int) *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool, turn func() bool) ([]time.Duration, error) {
 	lat := make([][]time.Duration, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -107,8 +111,8 @@ func run(clientOf func(worker int) *http.Client, workers int, capacity int64, wa
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for {
-				if turn != nil {
-					turn()
+				if turn != nil && !turn() {
+					return
 				}
 				start := time.Now()
 				i := next.Add(1)

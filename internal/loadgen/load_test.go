@@ -107,6 +107,21 @@ func TestRunPacedHoldsTheRate(t *testing.T) {
 	assert.LessOrEqual(t, len(lat), 1+perSecond*int(d/time.Millisecond)/1000, "no more than the rate allows")
 }
 
+// TestRunPacedEndsAtItsDuration checks that RunPaced's workers do not wait
+// for turns after its duration: 64 workers at 50 a second, each taking one
+// more turn, would add 1.28 s to a 200 ms run and understate its rate.
+func TestRunPacedEndsAtItsDuration(t *testing.T) {
+	t.Parallel()
+	ts, client := echoServer(t, "")
+	start := time.Now()
+	lat, err := loadgen.RunPaced(client, 64, 200*time.Millisecond, 50, []byte("id"), func(_ int, i int64) *http.Request {
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	})
+	require.NoError(t, err)
+	assert.NotEmpty(t, lat)
+	assert.Less(t, time.Since(start), time.Second, "the workers stop at the duration instead of taking one more turn each")
+}
+
 // TestRunReportsFailures checks that a wrong status fails the run with the
 // status and body, and that an answer without want fails it too.
 func TestRunReportsFailures(t *testing.T) {

@@ -33,8 +33,14 @@ const (
 // meta2026 is the _meta every 2026-07-28 request carries.
 const meta2026 = benchkit.Meta2026
 
-// want is in every echo answer, the floor's and vigil's, of either era.
+// want is in every echo answer, the floor's and vigil's, of either era;
+// -want replaces it for an upstream whose echo answers otherwise (the
+// reference server-everything answers "Echo: hello").
 var want = []byte(`"content":[{"type":"text","text":"hello"}]`)
+
+// echoArguments are echo's arguments; -echo-arguments replaces them for an
+// upstream whose echo takes others (server-everything's takes "message").
+var echoArguments = `{"text":"hello"}`
 
 // config is what the flags select.
 type config struct {
@@ -51,6 +57,7 @@ type config struct {
 	settle                 time.Duration
 	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
 	paced                  float64       // > 0: both servers held to this share of the rate vigil reached in its warm-up
+	rate                   float64       // > 0: both servers held to this many requests a second, warm-up included
 }
 
 func main() {
@@ -74,6 +81,9 @@ func main() {
 	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
 	flag.DurationVar(&cfg.settle, "settle", time.Second, "with -idle: how long to wait after opening the sessions before measuring vigil's memory again")
 	flag.Float64Var(&cfg.paced, "paced", 0, "hold both servers to this `share` of the rate vigil reached in its warm-up (0.8, say), so that both are measured at one rate and one pattern of arrivals (without tokens; 0: each takes all the load it can)")
+	flag.Float64Var(&cfg.rate, "rate", 0, "hold both servers to this many `requests a second`, warm-up included, the requests spaced evenly (without tokens; 0: see -paced)")
+	flag.StringVar(&echoArguments, "echo-arguments", echoArguments, "the `JSON` arguments of each echo call")
+	flag.Func("want", "a `string` every echo answer contains (default: the floor's and vigil's answer to {\"text\":\"hello\"})", func(v string) error { want = []byte(v); return nil })
 	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	run := throughput
@@ -92,7 +102,8 @@ func echoBody(id int64, meta string) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}`...)
+	b = append(b, `,"method":"tools/call","params":{"name":"echo","arguments":`...)
+	b = append(b, echoArguments...)
 	if meta != "" {
 		b = append(b, `,"_meta":`...)
 		b = append(b, meta...)
@@ -231,7 +242,9 @@ func throughput(w io.Writer, cfg config) error {
 		_, _ = fmt.Fprintf(w, "connections  with tokens, each client on keep-alive connections of its own, as a client process is\n")
 	}
 	_, _ = fmt.Fprintf(w, "rounds       %d × %s per server, interleaved floor, vigil, floor, ...; %s warm-up per server first\n", cfg.rounds, cfg.round, cfg.warmup)
-	if cfg.paced > 0 {
+	if cfg.rate > 0 {
+		_, _ = fmt.Fprintf(w, "rate         both servers held to %.0f req/s, warm-up included, the requests spaced evenly\n", cfg.rate)
+	} else if cfg.paced > 0 {
 		_, _ = fmt.Fprintf(w, "paced        both servers held to %.2f of the rate %s reached in its warm-up, the requests spaced evenly\n", cfg.paced, cfg.vigilName)
 	}
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
@@ -286,14 +299,14 @@ func throughput(w io.Writer, cfg config) error {
 			return fmt.Errorf("-workloads: unknown workload %q (want 2025 or 2026)", wl)
 		}
 		_, _ = fmt.Fprintf(w, "\n")
-		var perSecond float64 // the rate both are held to, with -paced
+		perSecond := cfg.rate // the rate both are held to, with -rate or -paced
 		for _, t := range []*target{floor, vigil} {
 			start := time.Now()
-			lat, err := t.runFor(cfg.clients, cfg.warmup, 0, want, newReq(t))
+			lat, err := t.runFor(cfg.clients, cfg.warmup, cfg.rate, want, newReq(t))
 			if err != nil {
 				return fmt.Errorf("%s warm-up: %w", t.name, err)
 			}
-			if t == vigil && cfg.paced > 0 {
+			if t == vigil && cfg.paced > 0 && cfg.rate == 0 {
 				perSecond = cfg.paced * float64(len(lat)) / time.Since(start).Seconds()
 				_, _ = fmt.Fprintf(w, "paced        both held to %.0f req/s\n", perSecond)
 			}
