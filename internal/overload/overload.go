@@ -120,6 +120,7 @@ type Limiter struct {
 	due       atomic.Int64           // Now() at which the next update is due
 	measure   atomic.Int64           // Now() at which the next queueing delay is measured
 	asked     atomic.Int64           // requests asked about this interval
+	calm      atomic.Bool            // the last interval used under MinBusy of the processors: no queueing delay is measured
 	queued    delays                 // this interval's queueing delays
 	callers   noted                  // this interval's callers (fair.go)
 	shares    atomic.Pointer[shares] // the last interval's callers' shares; nil: shed uniformly
@@ -198,7 +199,12 @@ func (l *Limiter) Shed(ctx context.Context) bool {
 func (l *Limiter) ShedCaller(ctx context.Context, caller string) (retryAfter int) {
 	l.asked.Add(1)
 	now := l.cfg.Now()
-	if claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
+	// A process that was not busy in the last interval sheds nothing at
+	// the end of this one unless it becomes busy, and then its
+	// scheduling latency stands in for the queueing delays (delay): at a
+	// few requests an interval, measuring each one's (a getsockopt) is a
+	// system call per request for nothing.
+	if !l.calm.Load() && claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
 		if d, ok := l.cfg.Queued(ctx); ok {
 			l.queued.add(d)
 		}
@@ -291,6 +297,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	}
 	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
 	l.idle = !l.busy(used, elapsed)
+	l.calm.Store(l.idle)
 	// Shedding starts with over MinWaiting waiting and goes on down to a
 	// quarter of it: the clients it sends away are what brings the
 	// number waiting down, and stopping as soon as it fell under

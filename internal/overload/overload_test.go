@@ -391,6 +391,33 @@ func TestIdleProcessShedsNothing(t *testing.T) {
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "over MinBusy: overloaded")
 }
 
+// A process that was not busy in the last interval measures no queueing
+// delay in this one (each is a system call, for a decision that calm
+// makes anyway), and measures again once an interval was busy.
+func TestCalmProcessMeasuresNoQueue(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	f.cpu.Store(0)
+	procs := float64(runtime.GOMAXPROCS(0))
+	idle := time.Duration(0.9 * MinBusy * procs * float64(DefaultInterval))
+	busy := time.Duration(1.1 * MinBusy * procs * float64(DefaultInterval))
+	f.cpu.Add(int64(idle))
+	f.spread(l, SamplesPerInterval) // the first interval: measured, found calm
+	measured := f.measured.Load()
+	require.Positive(t, measured)
+	for range 3 {
+		f.cpu.Add(int64(idle))
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.Equal(t, measured, f.measured.Load(), "calm: no request measured")
+	f.cpu.Add(int64(busy))
+	f.spread(l, SamplesPerInterval) // busy, by the CPU it used: found at its end
+	f.cpu.Add(int64(busy))
+	f.spread(l, SamplesPerInterval)
+	assert.Greater(t, f.measured.Load(), measured, "busy again: measured again")
+}
+
 // take returns the 90th percentile of what was added since the last take
 // and how many, at most what delays holds.
 func TestDelaysTake(t *testing.T) {

@@ -58,6 +58,7 @@ type config struct {
 	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
 	paced                  float64       // > 0: both servers held to this share of the rate vigil reached in its warm-up
 	rate                   float64       // > 0: both servers held to this many requests a second, warm-up included
+	kernelCounts           bool          // count each server's context switches and system calls per call
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.DurationVar(&cfg.settle, "settle", time.Second, "with -idle: how long to wait after opening the sessions before measuring vigil's memory again")
 	flag.Float64Var(&cfg.paced, "paced", 0, "hold both servers to this `share` of the rate vigil reached in its warm-up (0.8, say), so that both are measured at one rate and one pattern of arrivals (without tokens; 0: each takes all the load it can)")
 	flag.Float64Var(&cfg.rate, "rate", 0, "hold both servers to this many `requests a second`, warm-up included, the requests spaced evenly (without tokens; 0: see -paced)")
+	flag.BoolVar(&cfg.kernelCounts, "kernel-counts", false, "report each server's context switches per call (/proc/<pid>/task/*/status) and system calls per call (perf stat, when it may trace here)")
 	flag.StringVar(&echoArguments, "echo-arguments", echoArguments, "the `JSON` arguments of each echo call")
 	flag.Func("want", "a `string` every echo answer contains (default: the floor's and vigil's answer to {\"text\":\"hello\"})", func(v string) error { want = []byte(v); return nil })
 	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
@@ -135,6 +137,7 @@ type target struct {
 	tokens  []string    // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
 	dpop    *dpopSigner // the tokens are DPoP-bound to its key; nil: Bearer
 	rounds  []benchservice.Round
+	kernel  kernelCounts // over the rounds, with -kernel-counts
 }
 
 // authorize gives req the bearer token of client or session i, if t has
@@ -318,6 +321,12 @@ func throughput(w io.Writer, cfg config) error {
 				if t == vigil && cfg.debugRefresh > 0 {
 					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
 				}
+				var stopSyscalls func() int64
+				var switches0 int64
+				if cfg.kernelCounts {
+					stopSyscalls = countSyscalls(t.pid)
+					switches0 = switchesOf(t.pid)
+				}
 				cpu0, ok0 := loadgen.CPUOf(t.pid)
 				load0, _ := loadgen.CPUOf(os.Getpid())
 				steal0, _ := benchservice.MachineSteal()
@@ -329,6 +338,9 @@ func throughput(w io.Writer, cfg config) error {
 				steal1, _ := benchservice.MachineSteal()
 				if stopPage != nil {
 					page.add(stopPage())
+				}
+				if stopSyscalls != nil {
+					t.kernel.add(switchesOf(t.pid)-switches0, stopSyscalls(), int64(len(lat)))
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", t.name, err)
@@ -343,6 +355,10 @@ func throughput(w io.Writer, cfg config) error {
 		vigil.closeIdle()
 		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds, runtime.NumCPU()), benchservice.Summarize(vigil.rounds, runtime.NumCPU())); err != nil {
 			return err
+		}
+		if cfg.kernelCounts {
+			_, _ = fmt.Fprintf(w, "%14s  context switches per call %s, system calls per call %s\n", floor.name, floor.kernel.perCall(floor.kernel.switches), floor.kernel.perCall(floor.kernel.syscalls))
+			_, _ = fmt.Fprintf(w, "%14s  context switches per call %s, system calls per call %s\n", vigil.name, vigil.kernel.perCall(vigil.kernel.switches), vigil.kernel.perCall(vigil.kernel.syscalls))
 		}
 		if cfg.debugRefresh > 0 {
 			if err := page.write(w); err != nil {
