@@ -241,7 +241,7 @@ BENCH_FLAGS ?=
 IDLE_SESSIONS ?= 10000
 SCALE_SESSIONS ?= 10000
 
-## bench-service: the shipped cmd/vigil (tracing, metrics, logs, limits on) against a plain net/http floor, each its own process, driven by a third; run by hand.
+## bench-service: the shipped cmd/vigil (tracing, metrics, logs, limits on) against a plain net/http floor, each its own process, driven by a third, at full load (BENCH_FLAGS='-rate 200': both held to 200 requests a second); run by hand.
 bench-service:
 	@echo "==> bench-service: cmd/vigil-bench (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" $(BENCH_FLAGS)
@@ -275,10 +275,16 @@ bench-hop:
 	@echo "==> bench-hop: cmd/vigil-bench -hop"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -hop $(BENCH_FLAGS)
 
-## bench-gateway: what a gateway hop costs: vigil called through vigil -upstream (HTTP, then stdio) against vigil called directly; run by hand.
+## bench-gateway: what a gateway hop costs: vigil called through vigil -upstream (HTTP, then stdio) against vigil called directly at full load;
+## then gateways at fixed rates (server-everything over stdio at 50 calls/s, HTTP at 200 and 1,000): vigil, vigil -upstream-shared and
+## TBXark/mcp-proxy built from TBXARK_SRC (a git checkout: the module proxy refuses it), CPU, latency, context switches and system calls
+## per call, resident memory after a minute of quiet; needs make everything-deps for the stdio upstream; run by hand.
+TBXARK_SRC ?=
 bench-gateway:
 	@echo "==> bench-gateway: cmd/vigil-bench -gateway"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -gateway $(BENCH_FLAGS)
+	@echo "==> bench-gateway: cmd/vigil-bench -rates$(if $(TBXARK_SRC), -tbxark $(TBXARK_SRC), (no TBXARK_SRC: TBXark/mcp-proxy not measured))"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -rates $(if $(TBXARK_SRC),-tbxark "$(TBXARK_SRC)") $(BENCH_FLAGS)
 
 ## bench-scale: SCALE_SESSIONS 2025 sessions with open GET streams and 20 list_changed fan-outs (vigil-everything against the floor), overload at 32, 512 and 2,048 clients and a 1 MiB echo (the shipped vigil against the floor), four heavy callers and a light one at once (the shipped vigil with its quotas: the light one is not shed), printed as ratios with the PASS/FAIL of issue 45's acceptance; raises its file-descriptor limit; run by hand.
 bench-scale:

@@ -46,8 +46,14 @@ type config struct {
 	weight    bool // what the one-tool servers link, weigh and take to build
 	scaleRun  bool // the scale benchmark: streams and fan-out, overload, large payloads
 	scale     scaleConfig
-	clients   int      // concurrent clients (and tokens, with auth)
-	loadFlags []string // passed on to the load generator
+	rates     bool          // gateways at fixed rates against TBXark/mcp-proxy (rates.go)
+	tbxark    string        // a git checkout of TBXark/mcp-proxy for -rates; "": not measured
+	rateRest  time.Duration // -rates: quiet before resident memory is read
+	rateRound time.Duration // -rates: length of a round
+	// -rates: rounds per gateway, clients and sessions of the load
+	rateRounds, rateClients, rateSessions int
+	clients                               int      // concurrent clients (and tokens, with auth)
+	loadFlags                             []string // passed on to the load generator
 }
 
 func main() {
@@ -66,6 +72,13 @@ func main() {
 	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
 	flag.BoolVar(&cfg.hop, "hop", false, "measure a hop between two vigil -redis replicas: an elicitation answer and a cancel or DELETE posted to the replica that does not run the request")
 	flag.BoolVar(&cfg.gateway, "gateway", false, "measure a gateway hop: vigil called through a vigil -upstream in front of it (over HTTP, then over stdio) against vigil called directly")
+	flag.BoolVar(&cfg.rates, "rates", false, "measure gateways at fixed rates (server-everything over stdio at 50 calls/s, HTTP at 200 and 1,000): vigil, vigil -upstream-shared and TBXark/mcp-proxy (-tbxark), CPU per call, latency, context switches and system calls per call, resident memory at rest")
+	flag.StringVar(&cfg.tbxark, "tbxark", "", "with -rates: a git checkout `dir` of TBXark/mcp-proxy to build and measure beside vigil")
+	flag.DurationVar(&cfg.rateRest, "rest", time.Minute, "with -rates: quiet after the load before resident memory is read")
+	flag.DurationVar(&cfg.rateRound, "rate-round", 5*time.Second, "with -rates: length of a round")
+	flag.IntVar(&cfg.rateRounds, "rate-rounds", 6, "with -rates: rounds per gateway")
+	flag.IntVar(&cfg.rateClients, "rate-clients", 64, "with -rates: concurrent clients")
+	flag.IntVar(&cfg.rateSessions, "rate-sessions", 4, "with -rates: 2025-06-18 sessions the clients share")
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.BoolVar(&cfg.footprint, "footprint", false, "measure what one request costs vigil's handler and the floor's in process, under cachegrind: instructions, L1 instruction- and data-cache misses, mispredicted branches (needs valgrind)")
 	flag.BoolVar(&cfg.weight, "weight", false, "measure the README's first program against the same one-tool server in go-sdk and mcp-go: packages linked outside the standard library, binary size and build time from an empty build cache")
@@ -85,13 +98,14 @@ func main() {
 	warmup := flag.Duration("warmup", time.Second, "untimed warm-up per server and workload")
 	workloads := flag.String("workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
 	sample := flag.Int("sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	fixedRate := flag.Float64("rate", 0, "bench-service: hold the floor and vigil to this many `requests a second`, spaced evenly, instead of the most each can take (0: full load)")
 	debugRefresh := flag.Duration("debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	cfg.loadFlags = []string{
 		"-clients", strconv.Itoa(cfg.clients), "-sessions", strconv.Itoa(*sessions),
 		"-rounds", strconv.Itoa(*rounds), "-round", round.String(), "-warmup", warmup.String(),
 		"-workloads", *workloads, "-sample", strconv.Itoa(*sample), "-idle", strconv.Itoa(cfg.idle),
-		"-debug-refresh", debugRefresh.String(),
+		"-debug-refresh", debugRefresh.String(), "-rate", strconv.FormatFloat(*fixedRate, 'f', -1, 64),
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	run := run
@@ -102,6 +116,8 @@ func main() {
 		run = runRedis
 	case cfg.hop:
 		run = runHop
+	case cfg.rates:
+		run = runRates
 	case cfg.gateway:
 		run = runGateway
 	case cfg.footprint:
