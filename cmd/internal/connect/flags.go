@@ -56,15 +56,16 @@ func (fl *Flags) Resolve(getenv func(string) string, users int, issuer string) e
 }
 
 // Config returns the Connector's configuration of fl: the browser signs
-// in at issuer; the tokens are kept on shared's Redis (-redis: every
-// replica serves them), else in memory (one replica).
+// in at issuer; the tokens and the flows under way are kept on shared's
+// Redis (-redis: every replica serves them, and a link made on one opens
+// on any), else in memory (one replica).
 func (fl *Flags) Config(issuer string, shared *redisshare.Shared, registry prometheus.Registerer, logger *slog.Logger) Config {
-	var store accounts.Store = accounts.NewMemoryStore(0)
-	if shared != nil {
-		store = shared.AccountStore()
-	}
-	return Config{
+	cfg := Config{
 		SignInIssuer: issuer, SignInClientID: fl.ClientID, SignInSecret: fl.Secret, MaxPending: fl.MaxPending,
-		Store: store, Registerer: registry, Logger: logger,
+		Store: accounts.NewMemoryStore(0), Registerer: registry, Logger: logger,
 	}
+	if shared != nil {
+		cfg.Store, cfg.Flows = shared.AccountStore(), shared.FlowStore()
+	}
+	return cfg
 }
