@@ -120,6 +120,9 @@ type userRig struct {
 	up      *subjectUpstream
 	base    string // the gateway's own URL
 	codes   []string
+	// secretFile holds the gateway's client secret at the upstream's
+	// authorization server.
+	secretFile string
 	mu      sync.Mutex
 }
 
@@ -135,11 +138,28 @@ var userAccounts = []oidcClient{{ID: "alice", Secret: "alice-secret-1"}, {ID: "b
 
 func startUserRig(t *testing.T) *userRig {
 	t.Helper()
+	return startUserRigTTL(t, 0)
+}
+
+// startUserRigTTL is startUserRig whose upstream's authorization server
+// issues access tokens valid for ttl (0: 600 s).
+func startUserRigTTL(t *testing.T, ttl time.Duration) *userRig {
+	t.Helper()
 	port := authResource(t)
 	base := strings.TrimSuffix(port.resource, "/mcp")
+	r := startUserParties(t, base, port.resource, ttl)
+	r.v = startVigilAuth(t, port, r.idp.Issuer(), r.env(), r.flags()...)
+	return r
+}
+
+// startUserParties starts the parties of a userRig but the gateway, whose
+// URL is base and resource resource, and whose upstream's authorization
+// server issues access tokens valid for ttl (0: 600 s).
+func startUserParties(t *testing.T, base, resource string, ttl time.Duration) *userRig {
+	t.Helper()
 	up := startSubjectUpstream(t)
 	as := startOIDCProvider(t, oidcOptions{
-		Resource: up.url, Host: "127.0.0.2", Accounts: []string{"alice", "bob"},
+		Resource: up.url, Host: "127.0.0.2", Accounts: []string{"alice", "bob"}, AccessTokenTTL: ttl,
 		WebClients: []oidcWebClient{
 			{ID: userGatewayClient, Secret: userUpSecret, RedirectURI: base + "/connect/callback"},
 			{ID: userOtherClient, Secret: "other-secret", RedirectURI: "http://127.0.0.1:9/cb"},
@@ -147,19 +167,28 @@ func startUserRig(t *testing.T) *userRig {
 	})
 	up.trust(t, as.Issuer())
 	idp := startOIDCProvider(t, oidcOptions{
-		Resource: port.resource, Accounts: []string{"alice", "bob"}, OtherClients: userAccounts,
+		Resource: resource, Accounts: []string{"alice", "bob"}, OtherClients: userAccounts,
 		WebClients: []oidcWebClient{{ID: userSignInClient, Secret: userSignInSecret, RedirectURI: base + "/connect/signin"}},
 	})
 	file := filepath.Join(t.TempDir(), "up-secret")
 	require.NoError(t, os.WriteFile(file, []byte(userUpSecret+"\n"), 0o600))
-	spans := newTraceSink(t)
-	v := startVigilAuth(t, port, idp.Issuer(), []string{
-		"CONNECT_SECRET=" + userSignInSecret, "OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.url,
+	return &userRig{spans: newTraceSink(t), idp: idp, as: as, up: up, base: base, secretFile: file}
+}
+
+// env is the gateway's environment in r.
+func (r *userRig) env() []string {
+	return []string{
+		"CONNECT_SECRET=" + userSignInSecret, "OTEL_EXPORTER_OTLP_ENDPOINT=" + r.spans.url,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100",
-	},
-		"-upstream", "u="+up.url, "-upstream-auth", "u=user,client_id="+userGatewayClient+",client_secret=@"+file+",scopes=vigil.read",
-		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET")
-	return &userRig{v: v, spans: spans, idp: idp, as: as, up: up, base: base}
+	}
+}
+
+// flags are the gateway's flags of the user mode in r.
+func (r *userRig) flags() []string {
+	return []string{
+		"-upstream", "u=" + r.up.url, "-upstream-auth", "u=user,client_id=" + userGatewayClient + ",client_secret=@" + r.secretFile + ",scopes=vigil.read",
+		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET",
+	}
 }
 
 // token returns a gateway token of user (its sub is the user).
