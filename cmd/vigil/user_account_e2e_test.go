@@ -123,7 +123,7 @@ type userRig struct {
 	// secretFile holds the gateway's client secret at the upstream's
 	// authorization server.
 	secretFile string
-	mu      sync.Mutex
+	mu         sync.Mutex
 }
 
 const (
@@ -680,4 +680,29 @@ func TestUserAccountElicitURL(t *testing.T) {
 	assert.Equal(t, "subject=alice", resultText(t, m), "the same call, once the user connected")
 	assert.Equal(t, []string{asked.ElicitationID}, completed, "notifications/elicitation/complete")
 	assert.Equal(t, "subject=alice", resultText(t, call2025(t, c, "whoami", nil)), "asked no more")
+}
+
+// TestUserAccountRefresh: through one vigil, once alice's access token is
+// due (its authorization server issues them for 6 s: refreshed in their
+// last 3 s), her next call succeeds as alice without asking her again,
+// through one refresh, counted; the call after it uses the refreshed
+// token without another.
+func TestUserAccountRefresh(t *testing.T) {
+	const ttl = 6 * time.Second
+	r := startUserRigTTL(t, ttl)
+	alice := r.token(t, userAccounts[0])
+	e := asked(t, r.call2026(t, alice, "whoami", `{}`))
+	connected := time.Now()
+	r.connect(t, e, "alice")
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)))
+	refreshes := func() int64 { return scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refreshes_total") }
+	require.Zero(t, refreshes())
+	require.Less(t, time.Since(connected), ttl/2, "the first call came too late for the test's timing")
+
+	time.Sleep(time.Until(connected.Add(ttl/2 + 500*time.Millisecond))) // a token's age, not an order between goroutines
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)), "served, not asked")
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)))
+	assert.Equal(t, int64(1), refreshes(), "one refresh")
+	assert.Zero(t, scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refresh_failures_total"))
+	assert.Len(t, tokensOf(t, r.up.seen(), "alice"), 2, "alice's first token, then the refreshed one")
 }
