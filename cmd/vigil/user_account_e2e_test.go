@@ -279,6 +279,15 @@ func (r *userRig) call2026(t *testing.T, token, tool, args string) rpcMessage {
 // more members of params (`,"k":v...`, or "").
 func (r *userRig) call2026With(t *testing.T, token, tool, args, caps, more string) rpcMessage {
 	t.Helper()
+	status, m := r.call2026Status(t, token, tool, args, caps, more)
+	require.Equal(t, http.StatusOK, status)
+	return m
+}
+
+// call2026Status is call2026With, which returns the answer's HTTP status
+// too, whatever it is.
+func (r *userRig) call2026Status(t *testing.T, token, tool, args, caps, more string) (int, rpcMessage) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + more + `,"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `,` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
@@ -293,10 +302,9 @@ func (r *userRig) call2026With(t *testing.T, token, tool, args, caps, more strin
 	resp, err := r.v.hc.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	m, err := readResponse(resp, 1, nil)
 	require.NoError(t, err)
-	return m
+	return resp.StatusCode, m
 }
 
 // call2025 calls tool on c, the session of one user.
@@ -705,4 +713,49 @@ func TestUserAccountRefresh(t *testing.T) {
 	assert.Equal(t, int64(1), refreshes(), "one refresh")
 	assert.Zero(t, scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refresh_failures_total"))
 	assert.Len(t, tokensOf(t, r.up.seen(), "alice"), 2, "alice's first token, then the refreshed one")
+}
+
+// TestUserAccountInputStateOnce: a 2026-07-28 requestState is accepted
+// once. bob's client, asked with an input_required result, retries with
+// its requestState before bob finished: the retry is answered -32042 with
+// a fresh link (nothing is stored yet); the same requestState again is
+// refused (HTTP 400, -32602, used already), before and after bob completes the
+// first link, which still completes; a fresh call then runs as bob.
+func TestUserAccountInputStateOnce(t *testing.T) {
+	r := startUserRig(t)
+	bob := r.token(t, userAccounts[1])
+	const caps = `{"elicitation":{"url":{}}}`
+	m := r.call2026With(t, bob, "whoami", `{}`, caps, "")
+	require.Nil(t, m.Error, "%+v", m.Error)
+	var res struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Params struct{ Mode, URL string } `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &res), "%s", m.Result)
+	require.Equal(t, "input_required", res.ResultType, "%s", m.Result)
+	require.Len(t, res.InputRequests, 1)
+	var key string
+	var first elicitation
+	for k, in := range res.InputRequests {
+		key, first = k, elicitation{Mode: in.Params.Mode, URL: in.Params.URL}
+	}
+	retry := `,"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":"` + res.RequestState + `"`
+
+	again := asked(t, r.call2026With(t, bob, "whoami", `{}`, caps, retry))
+	assert.NotEqual(t, first.URL, again.URL, "the retry before bob finished: -32042, a fresh link")
+	refused := func(when string) {
+		t.Helper()
+		status, m := r.call2026Status(t, bob, "whoami", `{}`, caps, retry)
+		assert.Equal(t, http.StatusBadRequest, status, when)
+		require.NotNil(t, m.Error, "%s: the requestState replayed was accepted: %s", when, m.Result)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), m.Error.Code, when)
+		assert.Contains(t, m.Error.Message, "used already", when)
+	}
+	refused("before bob finished")
+	r.connect(t, first, "bob")
+	refused("after bob finished")
+	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, "")), "a fresh call runs as bob")
 }
