@@ -725,7 +725,21 @@ func TestUserAccountInputStateOnce(t *testing.T) {
 	r := startUserRig(t)
 	bob := r.token(t, userAccounts[1])
 	const caps = `{"elicitation":{"url":{}}}`
-	m := r.call2026With(t, bob, "whoami", `{}`, caps, "")
+	first, retry := inputRound(t, r.call2026With(t, bob, "whoami", `{}`, caps, ""))
+
+	again := asked(t, r.call2026With(t, bob, "whoami", `{}`, caps, retry))
+	assert.NotEqual(t, first.URL, again.URL, "the retry before bob finished: -32042, a fresh link")
+	refusedState(t, r, bob, caps, retry, "before bob finished")
+	r.connect(t, first, "bob")
+	refusedState(t, r, bob, caps, retry, "after bob finished")
+	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, "")), "a fresh call runs as bob")
+}
+
+// inputRound returns the URL elicitation of m, an input_required result
+// whose one input request is elicitation/create in url mode, and the
+// members of params of a retry that accepts it with its requestState.
+func inputRound(t *testing.T, m rpcMessage) (elicitation, string) {
+	t.Helper()
 	require.Nil(t, m.Error, "%+v", m.Error)
 	var res struct {
 		ResultType    string `json:"resultType"`
@@ -737,25 +751,21 @@ func TestUserAccountInputStateOnce(t *testing.T) {
 	require.NoError(t, json.Unmarshal(m.Result, &res), "%s", m.Result)
 	require.Equal(t, "input_required", res.ResultType, "%s", m.Result)
 	require.Len(t, res.InputRequests, 1)
-	var key string
-	var first elicitation
-	for k, in := range res.InputRequests {
-		key, first = k, elicitation{Mode: in.Params.Mode, URL: in.Params.URL}
+	require.NotEmpty(t, res.RequestState)
+	for key, in := range res.InputRequests {
+		require.Equal(t, "url", in.Params.Mode)
+		return elicitation{Mode: in.Params.Mode, URL: in.Params.URL}, `,"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":"` + res.RequestState + `"`
 	}
-	retry := `,"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":"` + res.RequestState + `"`
+	return elicitation{}, ""
+}
 
-	again := asked(t, r.call2026With(t, bob, "whoami", `{}`, caps, retry))
-	assert.NotEqual(t, first.URL, again.URL, "the retry before bob finished: -32042, a fresh link")
-	refused := func(when string) {
-		t.Helper()
-		status, m := r.call2026Status(t, bob, "whoami", `{}`, caps, retry)
-		assert.Equal(t, http.StatusBadRequest, status, when)
-		require.NotNil(t, m.Error, "%s: the requestState replayed was accepted: %s", when, m.Result)
-		assert.Equal(t, int64(protocol.CodeInvalidParams), m.Error.Code, when)
-		assert.Contains(t, m.Error.Message, "used already", when)
-	}
-	refused("before bob finished")
-	r.connect(t, first, "bob")
-	refused("after bob finished")
-	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, "")), "a fresh call runs as bob")
+// refusedState requires the retry of token on r (params' members retry)
+// to be refused as a requestState used already: HTTP 400, -32602.
+func refusedState(t *testing.T, r *userRig, token, caps, retry, when string) {
+	t.Helper()
+	status, m := r.call2026Status(t, token, "whoami", `{}`, caps, retry)
+	assert.Equal(t, http.StatusBadRequest, status, when)
+	require.NotNil(t, m.Error, "%s: the requestState replayed was accepted: %s", when, m.Result)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), m.Error.Code, when)
+	assert.Contains(t, m.Error.Message, "used already", when)
 }

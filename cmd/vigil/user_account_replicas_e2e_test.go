@@ -176,6 +176,17 @@ func TestUserAccountReplicas(t *testing.T) {
 	}
 	assert.Zero(t, failures)
 	assert.Len(t, tokensOf(t, parties.up.seen(), "alice"), 2, "alice's first token, then the refreshed one")
+
+	// bob's requestState, made on A, is accepted once over the replicas:
+	// its retry on B asks again (-32042), its replay on C is refused.
+	status, tok = parties.idp.TokenFor(t, userAccounts[1], resource, "vigil.read")
+	require.Equal(t, http.StatusOK, status)
+	bob := tok.AccessToken
+	const caps = `{"elicitation":{"url":{}}}`
+	_, retry := inputRound(t, a.call2026With(t, bob, "whoami", `{}`, caps, ""))
+	asked(t, b.call2026With(t, bob, "whoami", `{}`, caps, retry))
+	refusedState(t, c, bob, caps, retry, "replayed on another replica")
+
 	t.Logf("front door: %v; calls before the refresh: %v; refreshes over the replicas: %d", front.log(), counts, refreshes())
 }
 
