@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -768,4 +771,74 @@ func refusedState(t *testing.T, r *userRig, token, caps, retry, when string) {
 	require.NotNil(t, m.Error, "%s: the requestState replayed was accepted: %s", when, m.Result)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), m.Error.Code, when)
 	assert.Contains(t, m.Error.Message, "used already", when)
+}
+
+// TestUserAccountTSClient: the TypeScript SDK v2 client (2.4.0) calls the
+// user-mode upstream's tool through vigil with the user's gateway token,
+// in both eras: declaring no url elicitation, its call rejects with the
+// SDK's UrlElicitationRequiredError (-32042) carrying the link, which the
+// test completes in a browser signed in as the user, and the client's
+// retry runs as the user; declaring the elicitation url capability, its
+// elicitation/create handler gets the link (2025-11-25: on the call's
+// stream; 2026-07-28: the input request of an input_required result,
+// fulfilled by the SDK), accepts once the user is done, and the same call
+// answers as the user. The admin endpoint disconnects the user between
+// runs, so that each is asked.
+func TestUserAccountTSClient(t *testing.T) {
+	node := requireOIDCProvider(t)
+	r := startUserRig(t)
+	for _, c := range []struct {
+		era, mode string
+		user      oidcClient
+	}{
+		{"legacy", "error", userAccounts[0]}, {"modern", "error", userAccounts[1]},
+		{"legacy", "url", userAccounts[0]}, {"modern", "url", userAccounts[1]},
+	} {
+		t.Run(c.era+"/"+c.mode, func(t *testing.T) {
+			out := r.runTSClient(t, node, r.token(t, c.user), c.era, c.mode, c.user.ID)
+			assert.Contains(t, out, "result subject="+c.user.ID+"\n", out)
+			if c.era == "legacy" && c.mode == "url" {
+				assert.Contains(t, out, "complete ", "notifications/elicitation/complete")
+			}
+			who := url.Values{"issuer": {r.idp.Issuer()}, "subject": {c.user.ID}, "upstream": {"u"}}
+			resp, err := r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+	}
+}
+
+// runTSClient runs user-account-client.mjs against r's vigil with token
+// in era and mode, completes in a browser signed in as user each link it
+// prints, and returns its output.
+func (r *userRig) runTSClient(t *testing.T, node, token, era, mode, user string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "user-account-client.mjs", r.v.url, "whoami", era, mode)
+	cmd.Dir = dpopClientDir
+	cmd.Env = append(os.Environ(), "GATEWAY_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		line := lines.Text()
+		out.WriteString(line + "\n")
+		if link, ok := strings.CutPrefix(line, "link "); ok {
+			r.connect(t, elicitation{URL: link}, user)
+			_, err := io.WriteString(stdin, "done\n")
+			require.NoError(t, err)
+		}
+	}
+	_ = stdin.Close()
+	require.NoError(t, cmd.Wait(), "user-account-client.mjs:\n%s\n%s", out.String(), stderr.String())
+	t.Logf("TypeScript SDK v2, %s, %s: %s", era, mode, strings.ReplaceAll(out.String(), "\n", "; "))
+	return out.String()
 }
