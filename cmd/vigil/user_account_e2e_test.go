@@ -706,7 +706,9 @@ func TestUserAccountRefresh(t *testing.T) {
 	connected := time.Now()
 	r.connect(t, e, "alice")
 	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)))
-	refreshes := func() int64 { return scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refreshes_total") }
+	refreshes := func() int64 {
+		return scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refreshes_total")
+	}
 	require.Zero(t, refreshes())
 	require.Less(t, time.Since(connected), ttl/2, "the first call came too late for the test's timing")
 
