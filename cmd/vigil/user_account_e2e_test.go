@@ -788,6 +788,9 @@ func refusedState(t *testing.T, r *userRig, token, caps, retry, when string) {
 // runs, so that each is asked.
 func TestUserAccountTSClient(t *testing.T) {
 	node := requireOIDCProvider(t)
+	if _, err := os.Stat(filepath.Join(dpopClientDir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		missingComponent(t, dpopClientDir+"/node_modules is missing; run `make test` (or `make clientv2-deps`) to install the TypeScript SDK v2 client")
+	}
 	r := startUserRig(t)
 	for _, c := range []struct {
 		era, mode string
