@@ -24,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/vigil-mcp/vigil/gateway/accounts"
+	"github.com/vigil-mcp/vigil/internal/asmeta"
 	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -69,7 +70,7 @@ type Config struct {
 // upstreamOf is an Upstream with its authorization server found.
 type upstreamOf struct {
 	Upstream
-	as    *authServer
+	as    *asmeta.Server
 	oauth oauth2.Config // RedirectURL set per request (the base is known late)
 }
 
@@ -126,11 +127,11 @@ func New(ctx context.Context, cfg Config) (*Connector, error) {
 		}
 		u := &upstreamOf{Upstream: up, as: as, oauth: oauth2.Config{
 			ClientID: up.ClientID, ClientSecret: up.Secret, Scopes: up.Scopes,
-			Endpoint: oauth2.Endpoint{AuthURL: as.AuthURL, TokenURL: as.TokenURL, AuthStyle: oauth2.AuthStyleInHeader},
+			Endpoint: oauth2.Endpoint{AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint, AuthStyle: oauth2.AuthStyleInHeader},
 		}}
 		c.ups[up.Name] = u
 		clients[up.Name] = accounts.Client{
-			TokenURL: as.TokenURL, RevocationURL: as.RevocationURL, ClientID: up.ClientID, ClientSecret: up.Secret,
+			TokenURL: as.TokenEndpoint, RevocationURL: as.RevocationEndpoint, ClientID: up.ClientID, ClientSecret: up.Secret,
 			Resource: up.Resource, Scopes: up.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
 		}
 	}
@@ -344,7 +345,7 @@ func (c *Connector) Credentials(upstream string, own func(context.Context) (http
 }
 
 // TokenURL returns the token endpoint of upstream's authorization server.
-func (c *Connector) TokenURL(upstream string) string { return c.ups[upstream].as.TokenURL }
+func (c *Connector) TokenURL(upstream string) string { return c.ups[upstream].as.TokenEndpoint }
 
 // Vault returns the vault of the user-mode upstreams.
 func (c *Connector) Vault() *accounts.Vault { return c.vault }

@@ -191,7 +191,7 @@ func (c *Connector) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	// RFC 9207: the response names its issuer when the server says it
 	// does; any iss given must be the one this flow went to (mix-up).
-	if iss := q.Get("iss"); (up.as.IssParameter && iss == "") || (iss != "" && iss != up.as.Issuer) {
+	if iss := q.Get("iss"); (up.as.AuthorizationResponseIssParameterSupported && iss == "") || (iss != "" && iss != up.as.Issuer) {
 		fail(pageFailed, "the authorization response's iss is not the upstream's authorization server")
 		return
 	}
