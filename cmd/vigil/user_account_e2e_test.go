@@ -796,8 +796,10 @@ func TestUserAccountTSClient(t *testing.T) {
 		era, mode string
 		user      oidcClient
 	}{
-		{"legacy", "error", userAccounts[0]}, {"modern", "error", userAccounts[1]},
-		{"legacy", "url", userAccounts[0]}, {"modern", "url", userAccounts[1]},
+		{"legacy", "error", userAccounts[0]},
+		{"modern", "error", userAccounts[1]},
+		{"legacy", "url", userAccounts[0]},
+		{"modern", "url", userAccounts[1]},
 	} {
 		t.Run(c.era+"/"+c.mode, func(t *testing.T) {
 			out := r.runTSClient(t, node, r.token(t, c.user), c.era, c.mode, c.user.ID)
