@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -120,7 +123,10 @@ type userRig struct {
 	up      *subjectUpstream
 	base    string // the gateway's own URL
 	codes   []string
-	mu      sync.Mutex
+	// secretFile holds the gateway's client secret at the upstream's
+	// authorization server.
+	secretFile string
+	mu         sync.Mutex
 }
 
 const (
@@ -135,11 +141,28 @@ var userAccounts = []oidcClient{{ID: "alice", Secret: "alice-secret-1"}, {ID: "b
 
 func startUserRig(t *testing.T) *userRig {
 	t.Helper()
+	return startUserRigTTL(t, 0)
+}
+
+// startUserRigTTL is startUserRig whose upstream's authorization server
+// issues access tokens valid for ttl (0: 600 s).
+func startUserRigTTL(t *testing.T, ttl time.Duration) *userRig {
+	t.Helper()
 	port := authResource(t)
 	base := strings.TrimSuffix(port.resource, "/mcp")
+	r := startUserParties(t, base, port.resource, ttl)
+	r.v = startVigilAuth(t, port, r.idp.Issuer(), r.env(), r.flags()...)
+	return r
+}
+
+// startUserParties starts the parties of a userRig but the gateway, whose
+// URL is base and resource resource, and whose upstream's authorization
+// server issues access tokens valid for ttl (0: 600 s).
+func startUserParties(t *testing.T, base, resource string, ttl time.Duration) *userRig {
+	t.Helper()
 	up := startSubjectUpstream(t)
 	as := startOIDCProvider(t, oidcOptions{
-		Resource: up.url, Host: "127.0.0.2", Accounts: []string{"alice", "bob"},
+		Resource: up.url, Host: "127.0.0.2", Accounts: []string{"alice", "bob"}, AccessTokenTTL: ttl,
 		WebClients: []oidcWebClient{
 			{ID: userGatewayClient, Secret: userUpSecret, RedirectURI: base + "/connect/callback"},
 			{ID: userOtherClient, Secret: "other-secret", RedirectURI: "http://127.0.0.1:9/cb"},
@@ -147,19 +170,28 @@ func startUserRig(t *testing.T) *userRig {
 	})
 	up.trust(t, as.Issuer())
 	idp := startOIDCProvider(t, oidcOptions{
-		Resource: port.resource, Accounts: []string{"alice", "bob"}, OtherClients: userAccounts,
+		Resource: resource, Accounts: []string{"alice", "bob"}, OtherClients: userAccounts,
 		WebClients: []oidcWebClient{{ID: userSignInClient, Secret: userSignInSecret, RedirectURI: base + "/connect/signin"}},
 	})
 	file := filepath.Join(t.TempDir(), "up-secret")
 	require.NoError(t, os.WriteFile(file, []byte(userUpSecret+"\n"), 0o600))
-	spans := newTraceSink(t)
-	v := startVigilAuth(t, port, idp.Issuer(), []string{
-		"CONNECT_SECRET=" + userSignInSecret, "OTEL_EXPORTER_OTLP_ENDPOINT=" + spans.url,
+	return &userRig{spans: newTraceSink(t), idp: idp, as: as, up: up, base: base, secretFile: file}
+}
+
+// env is the gateway's environment in r.
+func (r *userRig) env() []string {
+	return []string{
+		"CONNECT_SECRET=" + userSignInSecret, "OTEL_EXPORTER_OTLP_ENDPOINT=" + r.spans.url,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100",
-	},
-		"-upstream", "u="+up.url, "-upstream-auth", "u=user,client_id="+userGatewayClient+",client_secret=@"+file+",scopes=vigil.read",
-		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET")
-	return &userRig{v: v, spans: spans, idp: idp, as: as, up: up, base: base}
+	}
+}
+
+// flags are the gateway's flags of the user mode in r.
+func (r *userRig) flags() []string {
+	return []string{
+		"-upstream", "u=" + r.up.url, "-upstream-auth", "u=user,client_id=" + userGatewayClient + ",client_secret=@" + r.secretFile + ",scopes=vigil.read",
+		"-connect-client-id", userSignInClient, "-connect-client-secret", "env:CONNECT_SECRET",
+	}
 }
 
 // token returns a gateway token of user (its sub is the user).
@@ -250,6 +282,15 @@ func (r *userRig) call2026(t *testing.T, token, tool, args string) rpcMessage {
 // more members of params (`,"k":v...`, or "").
 func (r *userRig) call2026With(t *testing.T, token, tool, args, caps, more string) rpcMessage {
 	t.Helper()
+	status, m := r.call2026Status(t, token, tool, args, caps, more)
+	require.Equal(t, http.StatusOK, status)
+	return m
+}
+
+// call2026Status is call2026With, which returns the answer's HTTP status
+// too, whatever it is.
+func (r *userRig) call2026Status(t *testing.T, token, tool, args, caps, more string) (int, rpcMessage) {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + more + `,"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `,` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
@@ -264,10 +305,9 @@ func (r *userRig) call2026With(t *testing.T, token, tool, args, caps, more strin
 	resp, err := r.v.hc.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	m, err := readResponse(resp, 1, nil)
 	require.NoError(t, err)
-	return m
+	return resp.StatusCode, m
 }
 
 // call2025 calls tool on c, the session of one user.
@@ -651,4 +691,161 @@ func TestUserAccountElicitURL(t *testing.T) {
 	assert.Equal(t, "subject=alice", resultText(t, m), "the same call, once the user connected")
 	assert.Equal(t, []string{asked.ElicitationID}, completed, "notifications/elicitation/complete")
 	assert.Equal(t, "subject=alice", resultText(t, call2025(t, c, "whoami", nil)), "asked no more")
+}
+
+// TestUserAccountRefresh: through one vigil, once alice's access token is
+// due (its authorization server issues them for 6 s: refreshed in their
+// last 3 s), her next call succeeds as alice without asking her again,
+// through one refresh, counted; the call after it uses the refreshed
+// token without another.
+func TestUserAccountRefresh(t *testing.T) {
+	const ttl = 6 * time.Second
+	r := startUserRigTTL(t, ttl)
+	alice := r.token(t, userAccounts[0])
+	e := asked(t, r.call2026(t, alice, "whoami", `{}`))
+	connected := time.Now()
+	r.connect(t, e, "alice")
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)))
+	refreshes := func() int64 {
+		return scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refreshes_total")
+	}
+	require.Zero(t, refreshes())
+	require.Less(t, time.Since(connected), ttl/2, "the first call came too late for the test's timing")
+
+	time.Sleep(time.Until(connected.Add(ttl/2 + 500*time.Millisecond))) // a token's age, not an order between goroutines
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)), "served, not asked")
+	assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)))
+	assert.Equal(t, int64(1), refreshes(), "one refresh")
+	assert.Zero(t, scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refresh_failures_total"))
+	assert.Len(t, tokensOf(t, r.up.seen(), "alice"), 2, "alice's first token, then the refreshed one")
+}
+
+// TestUserAccountInputStateOnce: a 2026-07-28 requestState is accepted
+// once. bob's client, asked with an input_required result, retries with
+// its requestState before bob finished: the retry is answered -32042 with
+// a fresh link (nothing is stored yet); the same requestState again is
+// refused (HTTP 400, -32602, used already), before and after bob completes the
+// first link, which still completes; a fresh call then runs as bob.
+func TestUserAccountInputStateOnce(t *testing.T) {
+	r := startUserRig(t)
+	bob := r.token(t, userAccounts[1])
+	const caps = `{"elicitation":{"url":{}}}`
+	first, retry := inputRound(t, r.call2026With(t, bob, "whoami", `{}`, caps, ""))
+
+	again := asked(t, r.call2026With(t, bob, "whoami", `{}`, caps, retry))
+	assert.NotEqual(t, first.URL, again.URL, "the retry before bob finished: -32042, a fresh link")
+	refusedState(t, r, bob, caps, retry, "before bob finished")
+	r.connect(t, first, "bob")
+	refusedState(t, r, bob, caps, retry, "after bob finished")
+	assert.Equal(t, "subject=bob", resultText(t, r.call2026With(t, bob, "whoami", `{}`, caps, "")), "a fresh call runs as bob")
+}
+
+// inputRound returns the URL elicitation of m, an input_required result
+// whose one input request is elicitation/create in url mode, and the
+// members of params of a retry that accepts it with its requestState.
+func inputRound(t *testing.T, m rpcMessage) (elicitation, string) {
+	t.Helper()
+	require.Nil(t, m.Error, "%+v", m.Error)
+	var res struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Params struct{ Mode, URL string } `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &res), "%s", m.Result)
+	require.Equal(t, "input_required", res.ResultType, "%s", m.Result)
+	require.Len(t, res.InputRequests, 1)
+	require.NotEmpty(t, res.RequestState)
+	for key, in := range res.InputRequests {
+		require.Equal(t, "url", in.Params.Mode)
+		return elicitation{Mode: in.Params.Mode, URL: in.Params.URL}, `,"inputResponses":{"` + key + `":{"action":"accept"}},"requestState":"` + res.RequestState + `"`
+	}
+	return elicitation{}, ""
+}
+
+// refusedState requires the retry of token on r (params' members retry)
+// to be refused as a requestState used already: HTTP 400, -32602.
+func refusedState(t *testing.T, r *userRig, token, caps, retry, when string) {
+	t.Helper()
+	status, m := r.call2026Status(t, token, "whoami", `{}`, caps, retry)
+	assert.Equal(t, http.StatusBadRequest, status, when)
+	require.NotNil(t, m.Error, "%s: the requestState replayed was accepted: %s", when, m.Result)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), m.Error.Code, when)
+	assert.Contains(t, m.Error.Message, "used already", when)
+}
+
+// TestUserAccountTSClient: the TypeScript SDK v2 client (2.4.0) calls the
+// user-mode upstream's tool through vigil with the user's gateway token,
+// in both eras: declaring no url elicitation, its call rejects with the
+// SDK's UrlElicitationRequiredError (-32042) carrying the link, which the
+// test completes in a browser signed in as the user, and the client's
+// retry runs as the user; declaring the elicitation url capability, its
+// elicitation/create handler gets the link (2025-11-25: on the call's
+// stream; 2026-07-28: the input request of an input_required result,
+// fulfilled by the SDK), accepts once the user is done, and the same call
+// answers as the user. The admin endpoint disconnects the user between
+// runs, so that each is asked.
+func TestUserAccountTSClient(t *testing.T) {
+	node := requireOIDCProvider(t)
+	if _, err := os.Stat(filepath.Join(dpopClientDir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		missingComponent(t, dpopClientDir+"/node_modules is missing; run `make test` (or `make clientv2-deps`) to install the TypeScript SDK v2 client")
+	}
+	r := startUserRig(t)
+	for _, c := range []struct {
+		era, mode string
+		user      oidcClient
+	}{
+		{"legacy", "error", userAccounts[0]},
+		{"modern", "error", userAccounts[1]},
+		{"legacy", "url", userAccounts[0]},
+		{"modern", "url", userAccounts[1]},
+	} {
+		t.Run(c.era+"/"+c.mode, func(t *testing.T) {
+			out := r.runTSClient(t, node, r.token(t, c.user), c.era, c.mode, c.user.ID)
+			assert.Contains(t, out, "result subject="+c.user.ID+"\n", out)
+			if c.era == "legacy" && c.mode == "url" {
+				assert.Contains(t, out, "complete ", "notifications/elicitation/complete")
+			}
+			who := url.Values{"issuer": {r.idp.Issuer()}, "subject": {c.user.ID}, "upstream": {"u"}}
+			resp, err := r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		})
+	}
+}
+
+// runTSClient runs user-account-client.mjs against r's vigil with token
+// in era and mode, completes in a browser signed in as user each link it
+// prints, and returns its output.
+func (r *userRig) runTSClient(t *testing.T, node, token, era, mode, user string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "user-account-client.mjs", r.v.url, "whoami", era, mode)
+	cmd.Dir = dpopClientDir
+	cmd.Env = append(os.Environ(), "GATEWAY_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		line := lines.Text()
+		out.WriteString(line + "\n")
+		if link, ok := strings.CutPrefix(line, "link "); ok {
+			r.connect(t, elicitation{URL: link}, user)
+			_, err := io.WriteString(stdin, "done\n")
+			require.NoError(t, err)
+		}
+	}
+	_ = stdin.Close()
+	require.NoError(t, cmd.Wait(), "user-account-client.mjs:\n%s\n%s", out.String(), stderr.String())
+	t.Logf("TypeScript SDK v2, %s, %s: %s", era, mode, strings.ReplaceAll(out.String(), "\n", "; "))
+	return out.String()
 }

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/vigil-mcp/vigil/internal/asmeta"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
@@ -214,7 +215,7 @@ func (v *introspectionVerifier) introspect(ctx context.Context, token string) (*
 		return nil, v.badRequest(ctx, resp)
 	}
 	var body json.RawMessage
-	if err := decodeJSONResponse(resp, endpoint, &body); err != nil {
+	if err := asmeta.DecodeResponse(resp, endpoint, &body); err != nil {
 		return nil, v.unavailable(ctx, "reading the answer", err)
 	}
 	var in introspection

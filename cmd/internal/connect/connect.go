@@ -24,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/vigil-mcp/vigil/gateway/accounts"
+	"github.com/vigil-mcp/vigil/internal/asmeta"
 	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -54,18 +55,22 @@ type Config struct {
 	// where the browser signs in with the client SignInClientID.
 	SignInIssuer, SignInClientID, SignInSecret string
 	Store                                      accounts.Store
-	TTL                                        time.Duration // a link's life (DefaultTTL when 0)
-	MaxPending, MaxPendingOfOne                int           // pending flows in all, and of one principal
-	Registerer                                 prometheus.Registerer
-	Logger                                     *slog.Logger
-	HTTPClient                                 *http.Client // to the authorization servers, with a timeout
-	Now                                        func() time.Time
+	// Flows keeps the flows under way where every replica finds them
+	// (redisshare's FlowStore); nil keeps them in this process, where a
+	// link opens only on the replica that made it.
+	Flows                       FlowStore
+	TTL                         time.Duration // a link's life (DefaultTTL when 0)
+	MaxPending, MaxPendingOfOne int           // pending flows in all, and of one principal
+	Registerer                  prometheus.Registerer
+	Logger                      *slog.Logger
+	HTTPClient                  *http.Client // to the authorization servers, with a timeout
+	Now                         func() time.Time
 }
 
 // upstreamOf is an Upstream with its authorization server found.
 type upstreamOf struct {
 	Upstream
-	as    *authServer
+	as    *asmeta.Server
 	oauth oauth2.Config // RedirectURL set per request (the base is known late)
 }
 
@@ -76,7 +81,7 @@ type Connector struct {
 	vault     *accounts.Vault
 	signIn    oauth2.Config
 	idToken   *oidc.IDTokenVerifier
-	flows     *pending
+	flows     flowTable
 	base      atomic.Pointer[string] // the gateway's own URL, scheme://host[:port]
 	events    *prometheus.CounterVec
 	log       *slog.Logger
@@ -122,11 +127,11 @@ func New(ctx context.Context, cfg Config) (*Connector, error) {
 		}
 		u := &upstreamOf{Upstream: up, as: as, oauth: oauth2.Config{
 			ClientID: up.ClientID, ClientSecret: up.Secret, Scopes: up.Scopes,
-			Endpoint: oauth2.Endpoint{AuthURL: as.AuthURL, TokenURL: as.TokenURL, AuthStyle: oauth2.AuthStyleInHeader},
+			Endpoint: oauth2.Endpoint{AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint, AuthStyle: oauth2.AuthStyleInHeader},
 		}}
 		c.ups[up.Name] = u
 		clients[up.Name] = accounts.Client{
-			TokenURL: as.TokenURL, RevocationURL: as.RevocationURL, ClientID: up.ClientID, ClientSecret: up.Secret,
+			TokenURL: as.TokenEndpoint, RevocationURL: as.RevocationEndpoint, ClientID: up.ClientID, ClientSecret: up.Secret,
 			Resource: up.Resource, Scopes: up.Scopes, AuthStyle: oauth2.AuthStyleInHeader,
 		}
 	}
@@ -155,9 +160,16 @@ func New(ctx context.Context, cfg Config) (*Connector, error) {
 			return nil, err
 		}
 	}
-	c.flows = newPending(cfg.TTL, cfg.MaxPending, cfg.MaxPendingOfOne, func(f *flow, why string) {
-		c.events.WithLabelValues(f.upstream, why).Inc()
-	})
+	ended := func(f *flow, why string) { c.events.WithLabelValues(f.upstream, why).Inc() }
+	if cfg.Flows == nil {
+		c.flows = localFlows{newPending(cfg.TTL, cfg.MaxPending, cfg.MaxPendingOfOne, ended)}
+	} else {
+		c.flows = &sharedFlows{
+			store: cfg.Flows, local: newPending(cfg.TTL, cfg.MaxPending, cfg.MaxPendingOfOne, nil),
+			ttl: cfg.TTL, most: cfg.MaxPending, mostOf: cfg.MaxPendingOfOne, ended: ended, log: cfg.Logger,
+			known: func(upstream string) bool { return c.ups[upstream] != nil },
+		}
+	}
 	return c, nil
 }
 
@@ -216,7 +228,12 @@ func (c *Connector) Authorize(upstream string) func(ctx context.Context) error {
 		if req.InSession() {
 			f.session = req.Session
 		}
-		if !c.flows.add(f, c.cfg.Now()) {
+		added, err := c.flows.add(ctx, f, c.cfg.Now())
+		if err != nil {
+			c.log.Warn("connect: the flows' store failed", "upstream", upstream, "error", err)
+			return server.Errorf(protocol.CodeInternal, "upstream %s: the authorization cannot start now; try again later", upstream)
+		}
+		if !added {
 			return server.Errorf(protocol.CodeServerBusy, "upstream %s: too many authorizations under way; try again later", upstream)
 		}
 		c.events.WithLabelValues(upstream, "started").Inc()
@@ -252,14 +269,9 @@ func (c *Connector) ask(ctx context.Context, req *server.Request, f *flow, link 
 		}
 		return fallback
 	}
-	wait := time.NewTimer(time.Until(f.expires))
-	defer wait.Stop()
-	select {
-	case <-f.done:
-	case <-wait.C:
-	case <-ctx.Done():
+	if err := c.await(ctx, f); err != nil {
 		f.waiting.Store(false)
-		return ctx.Err()
+		return err
 	}
 	if _, err := c.vault.Token(ctx, f.principal, f.upstream); err != nil {
 		return fallback
@@ -268,6 +280,34 @@ func (c *Connector) ask(ctx context.Context, req *server.Request, f *flow, link 
 		c.log.Debug("connect: notifications/elicitation/complete not sent", "upstream", f.upstream, "error", err)
 	}
 	return nil
+}
+
+// awaitPoll is how often a call waiting for its flow looks at the vault:
+// the flow may complete on another replica, which tells this one nothing.
+const awaitPoll = 500 * time.Millisecond
+
+// await waits until f ends here, the vault holds the token of f's
+// principal (the flow completed on any replica), or f expires; ctx's
+// error when it ends first.
+func (c *Connector) await(ctx context.Context, f *flow) error {
+	wait := time.NewTimer(time.Until(f.expires))
+	defer wait.Stop()
+	poll := time.NewTicker(awaitPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-f.done:
+			return nil
+		case <-wait.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
+			if _, err := c.vault.Token(ctx, f.principal, f.upstream); err == nil {
+				return nil
+			}
+		}
+	}
 }
 
 // elicitationMessage is what the user is told about f.
@@ -305,10 +345,7 @@ func (c *Connector) Credentials(upstream string, own func(context.Context) (http
 }
 
 // TokenURL returns the token endpoint of upstream's authorization server.
-func (c *Connector) TokenURL(upstream string) string { return c.ups[upstream].as.TokenURL }
-
-// Pending returns the flows under way and the principals holding them.
-func (c *Connector) Pending() (flows, principals int) { return c.flows.len() }
+func (c *Connector) TokenURL(upstream string) string { return c.ups[upstream].as.TokenEndpoint }
 
 // Vault returns the vault of the user-mode upstreams.
 func (c *Connector) Vault() *accounts.Vault { return c.vault }

@@ -28,7 +28,7 @@ type Flags struct {
 func (fl *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&fl.ClientID, "connect-client-id", "", "the gateway's client `ID` at -auth-issuer, where a user signs in before authorizing an upstream of -upstream-auth NAME=user (its redirect URI: the gateway's URL + /connect/signin)")
 	fs.StringVar(&fl.secretRef, "connect-client-secret", "", "that client's secret, `@FILE` or env:VAR (never the secret itself)")
-	fs.IntVar(&fl.MaxPending, "connect-max-pending", 0, "most authorizations of upstreams under way (links made and not yet completed or expired, 10 minutes each), in all (0: 10000); of one user at most 16, its oldest forgotten first; beyond, a call that needs one is answered -32000 until one ends")
+	fs.IntVar(&fl.MaxPending, "connect-max-pending", 0, "most authorizations of upstreams under way (links made and not yet completed or expired, 10 minutes each), in all, over every replica with -redis (0: 10000); of one user at most 16, its oldest forgotten first; beyond, a call that needs one is answered -32000 until one ends")
 }
 
 // Resolve reads the secret with getenv and checks the flags against the
@@ -56,15 +56,16 @@ func (fl *Flags) Resolve(getenv func(string) string, users int, issuer string) e
 }
 
 // Config returns the Connector's configuration of fl: the browser signs
-// in at issuer; the tokens are kept on shared's Redis (-redis: every
-// replica serves them), else in memory (one replica).
+// in at issuer; the tokens and the flows under way are kept on shared's
+// Redis (-redis: every replica serves them, and a link made on one opens
+// on any), else in memory (one replica).
 func (fl *Flags) Config(issuer string, shared *redisshare.Shared, registry prometheus.Registerer, logger *slog.Logger) Config {
-	var store accounts.Store = accounts.NewMemoryStore(0)
-	if shared != nil {
-		store = shared.AccountStore()
-	}
-	return Config{
+	cfg := Config{
 		SignInIssuer: issuer, SignInClientID: fl.ClientID, SignInSecret: fl.Secret, MaxPending: fl.MaxPending,
-		Store: store, Registerer: registry, Logger: logger,
+		Store: accounts.NewMemoryStore(0), Registerer: registry, Logger: logger,
 	}
+	if shared != nil {
+		cfg.Store, cfg.Flows = shared.AccountStore(), shared.FlowStore()
+	}
+	return cfg
 }

@@ -23,6 +23,7 @@ const (
 	pageDenied   = "The authorization was not given. Nothing was stored."
 	pageFailed   = "The authorization could not be completed. Nothing was stored. Call the tool again for a new link."
 	pageDone     = "Your account is connected. You can close this page and return to your client."
+	pageAway     = "The gateway cannot reach its store of authorizations now. Try again in a moment."
 )
 
 // Handler serves the gateway's pages: GET /connect/{id} (the link),
@@ -73,7 +74,11 @@ func (c *Connector) secure() bool {
 // open is the link: it starts the browser's sign-in at the gateway's
 // identity provider, bound to the browser by a cookie.
 func (c *Connector) open(w http.ResponseWriter, r *http.Request) {
-	a := c.flows.signIn(r.PathValue("id"), c.cfg.Now())
+	a, err := c.flows.signIn(r.Context(), r.PathValue("id"), c.cfg.Now())
+	if err != nil {
+		c.away(w, err)
+		return
+	}
 	if a == nil {
 		page(w, http.StatusGone, pageGone)
 		return
@@ -91,7 +96,11 @@ func (c *Connector) open(w http.ResponseWriter, r *http.Request) {
 // once), when r comes from the browser it is bound to; else it answers
 // and returns nil.
 func (c *Connector) attemptOf(w http.ResponseWriter, r *http.Request, upstream bool) *attempt {
-	a := c.flows.take(r.URL.Query().Get("state"), c.cfg.Now())
+	a, err := c.flows.take(r.Context(), r.URL.Query().Get("state"), c.cfg.Now())
+	if err != nil {
+		c.away(w, err)
+		return nil
+	}
 	if a == nil || a.upstream != upstream {
 		page(w, http.StatusBadRequest, pageBadState)
 		return nil
@@ -103,6 +112,12 @@ func (c *Connector) attemptOf(w http.ResponseWriter, r *http.Request, upstream b
 		return nil
 	}
 	return a
+}
+
+// away answers that the flows' store failed (err, logged).
+func (c *Connector) away(w http.ResponseWriter, err error) {
+	c.log.Warn("connect: the flows' store failed", "error", err)
+	page(w, http.StatusServiceUnavailable, pageAway)
 }
 
 // signedIn is the identity provider's redirect: the ID token's subject
@@ -145,7 +160,11 @@ func (c *Connector) signedIn(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, pageOther, "signed in as another user than the link's")
 		return
 	}
-	next := c.flows.authorize(a)
+	next, err := c.flows.authorize(r.Context(), a, c.cfg.Now())
+	if err != nil {
+		c.away(w, err)
+		return
+	}
 	if next == nil {
 		page(w, http.StatusGone, pageGone)
 		return
@@ -167,12 +186,12 @@ func (c *Connector) callback(w http.ResponseWriter, r *http.Request) {
 	up := c.ups[f.upstream]
 	fail := func(msg, why string) {
 		c.log.Info("connect: an authorization refused", "upstream", f.upstream, "why", why)
-		c.flows.end(f, "refused")
+		c.flows.end(r.Context(), f, "refused")
 		page(w, http.StatusForbidden, msg)
 	}
 	// RFC 9207: the response names its issuer when the server says it
 	// does; any iss given must be the one this flow went to (mix-up).
-	if iss := q.Get("iss"); (up.as.IssParameter && iss == "") || (iss != "" && iss != up.as.Issuer) {
+	if iss := q.Get("iss"); (up.as.AuthorizationResponseIssParameterSupported && iss == "") || (iss != "" && iss != up.as.Issuer) {
 		fail(pageFailed, "the authorization response's iss is not the upstream's authorization server")
 		return
 	}
@@ -194,7 +213,7 @@ func (c *Connector) callback(w http.ResponseWriter, r *http.Request) {
 		fail(pageFailed, "the vault refused the tokens")
 		return
 	}
-	c.flows.end(f, "completed")
+	c.flows.end(r.Context(), f, "completed")
 	c.log.Info("connect: an upstream authorized", "upstream", f.upstream)
 	if f.session != nil && !f.waiting.Load() {
 		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"container/list"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"sync"
@@ -83,7 +84,59 @@ func newPending(ttl time.Duration, most, mostOf int, ended func(*flow, string)) 
 // newID returns an unguessable identifier: 128 bits and more of crypto/rand.
 func newID() string { return rand.Text() }
 
-// add starts a flow of f.principal, at now; false when every flow allowed
+// start gives f its link, its elicitationId and its expiry at now.
+func (f *flow) start(now time.Time, ttl time.Duration) {
+	f.id, f.elicitation, f.expires, f.done = newID(), newID(), now.Add(ttl), make(chan struct{})
+}
+
+// newAttempt returns a new attempt of f, of the sign-in or (upstream)
+// of the upstream's authorization, bound to the browser of cookie ("": a
+// new one).
+func newAttempt(f *flow, cookie string, upstream bool) *attempt {
+	if cookie == "" {
+		cookie = newID()
+	}
+	a := &attempt{f: f, state: newID(), verifier: oauth2.GenerateVerifier(), cookie: cookie, upstream: upstream}
+	if !upstream {
+		a.nonce = newID()
+	}
+	return a
+}
+
+// flowTable keeps the flows under way: in this process ([localFlows]),
+// or where every replica finds them ([sharedFlows], -redis). Its
+// methods are pending's; an error means the shared store did not answer.
+type flowTable interface {
+	add(ctx context.Context, f *flow, now time.Time) (bool, error)
+	signIn(ctx context.Context, id string, now time.Time) (*attempt, error)
+	take(ctx context.Context, state string, now time.Time) (*attempt, error)
+	authorize(ctx context.Context, a *attempt, now time.Time) (*attempt, error)
+	end(ctx context.Context, f *flow, why string)
+}
+
+// localFlows is the flowTable of one replica.
+type localFlows struct{ p *pending }
+
+func (l localFlows) add(_ context.Context, f *flow, now time.Time) (bool, error) {
+	return l.p.add(f, now), nil
+}
+
+func (l localFlows) signIn(_ context.Context, id string, now time.Time) (*attempt, error) {
+	return l.p.signIn(id, now), nil
+}
+
+func (l localFlows) take(_ context.Context, state string, now time.Time) (*attempt, error) {
+	return l.p.take(state, now), nil
+}
+
+func (l localFlows) authorize(_ context.Context, a *attempt, _ time.Time) (*attempt, error) {
+	return l.p.authorize(a), nil
+}
+
+func (l localFlows) end(_ context.Context, f *flow, why string) { l.p.end(f, why) }
+
+// add starts a flow of f.principal, at now (f.start'ed unless it was);
+// false when every flow allowed
 // in all is another principal's and under way. The principal's oldest flow
 // makes room for its newest beyond mostOf.
 func (p *pending) add(f *flow, now time.Time) bool {
@@ -95,11 +148,25 @@ func (p *pending) add(f *flow, now time.Time) bool {
 	} else if len(p.byID) >= p.most {
 		return false
 	}
-	f.id, f.elicitation, f.expires, f.done = newID(), newID(), now.Add(p.ttl), make(chan struct{})
+	if f.id == "" {
+		f.start(now, p.ttl)
+	}
 	f.elem = p.order.PushBack(f)
 	p.byID[f.id] = f
 	p.of[f.principal] = append(p.of[f.principal], f)
 	return true
+}
+
+// get returns the flow id, nil when there is none or it expired at now
+// (the zero now: whenever it expires).
+func (p *pending) get(id string, now time.Time) *flow {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.byID[id]
+	if f == nil || (!now.IsZero() && !now.Before(f.expires)) {
+		return nil
+	}
+	return f
 }
 
 // expireLocked ends the flows expired at now.
@@ -155,7 +222,7 @@ func (p *pending) signIn(id string, now time.Time) *attempt {
 	if f == nil || f.authorizing != nil {
 		return nil
 	}
-	a := &attempt{f: f, state: newID(), verifier: oauth2.GenerateVerifier(), nonce: newID(), cookie: newID()}
+	a := newAttempt(f, "", false)
 	if len(f.signIns) >= maxSignIns {
 		delete(p.byState, f.signIns[0].state)
 		f.signIns = f.signIns[1:]
@@ -204,7 +271,7 @@ func (p *pending) authorize(a *attempt) *attempt {
 		delete(p.byState, s.state)
 	}
 	f.signIns = nil
-	next := &attempt{f: f, state: newID(), verifier: oauth2.GenerateVerifier(), cookie: a.cookie, upstream: true}
+	next := newAttempt(f, a.cookie, true)
 	f.authorizing = next
 	p.byState[next.state] = next
 	return next
