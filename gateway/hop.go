@@ -35,12 +35,16 @@ type toolCall struct {
 // forward returns, toolErr that it returned a tool result with isError.
 func (m *mount) startHop(ctx context.Context, method string, params any) (context.Context, func(err error, toolErr bool)) {
 	started := time.Now()
+	endpoint := "" // the catalog's endpoint the call came through (endpoints.go); "": the default one
+	if req := server.RequestFromContext(ctx); req != nil && m.g.catalog.Load() != nil {
+		if e := endpointOf(req.ArrivalContext()); e != nil {
+			endpoint = e.name
+		}
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(mcpconv.UpstreamKey.String(m.up.Name)) // the downstream request's span names its upstream
-		if req := server.RequestFromContext(ctx); req != nil {
-			if e := endpointOf(req.ArrivalContext()); e != nil {
-				span.SetAttributes(mcpconv.EndpointKey.String(e.name)) // and the catalog's endpoint it came through (endpoints.go)
-			}
+		if endpoint != "" {
+			span.SetAttributes(mcpconv.EndpointKey.String(endpoint)) // and its endpoint
 		}
 	}
 	tool := ""
@@ -53,7 +57,7 @@ func (m *mount) startHop(ctx context.Context, method string, params any) (contex
 			outcome, errType = metrics.ToolError, mcpconv.ErrorTypeTool
 		}
 		d := time.Since(started)
-		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, d)
+		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, endpoint, d)
 		m.calls.add(outcome, d)
 	}
 }
