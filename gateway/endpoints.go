@@ -9,8 +9,8 @@ import (
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // endpointKey is the context key of the endpoint a request came through.
@@ -63,7 +63,7 @@ func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := g.endpointNamed(path.Base(r.URL.Path))
 		if e == nil {
-			writeRPCError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such MCP endpoint")
+			streamable.WriteError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such MCP endpoint")
 			return
 		}
 		if len(e.scopes) > 0 {
@@ -76,22 +76,12 @@ func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 			}
 			if len(missing) > 0 {
 				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(e.scopes, " ")+`"`)
-				writeRPCError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
+				streamable.WriteError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
 				return
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
 	})
-}
-
-// writeRPCError answers with a JSON-RPC error object with a null id, as
-// the OAuth guard does.
-func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
-	body, _ := transport.AppendMessage(nil, &transport.Response{Error: &transport.Error{Code: int64(code), Message: msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // servesTool reports whether the endpoint e serves the upstream's tool

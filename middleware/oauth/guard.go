@@ -360,11 +360,11 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 		switch status {
 		case http.StatusRequestEntityTooLarge:
 			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
-			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body too large")
+			streamable.WriteError(w, status, protocol.CodeInvalidRequest, "request body too large")
 			return
 		case http.StatusBadRequest:
 			// Fail closed: a body that cannot be read cannot be checked.
-			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body could not be read")
+			streamable.WriteError(w, status, protocol.CodeInvalidRequest, "request body could not be read")
 			return
 		}
 		if missing := p.Missing(needed); len(missing) > 0 {
@@ -678,7 +678,7 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	} else {
 		rs.challenge(w, ch, dpopErr)
 	}
-	writeRPCError(w, status, code, sanitizeDescription(desc))
+	streamable.WriteError(w, status, code, sanitizeDescription(desc))
 }
 
 // challenge sets the WWW-Authenticate headers of a refusal: ch under the
@@ -707,13 +707,4 @@ func (rs *ResourceServer) challenge(w http.ResponseWriter, ch challenge, dpopErr
 func usedDPoP(r *http.Request) bool {
 	v := r.Header.Get("Authorization")
 	return len(v) > len("DPoP ") && strings.EqualFold(v[:len("DPoP ")], "DPoP ")
-}
-
-// writeRPCError answers with a JSON-RPC error object with a null id.
-func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
-	body, _ := transport.AppendMessage(nil, &transport.Response{Error: &transport.Error{Code: int64(code), Message: msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
