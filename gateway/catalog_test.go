@@ -50,8 +50,8 @@ func startCuratedUpstream(t *testing.T) *curatedUpstream {
 			return server.Text(name), nil
 		}))
 	}
-	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "simple", Description: "As listed.", Arguments: []server.PromptArgument{{Name: "x",
-		Complete: func(context.Context, *server.CompleteRequest) ([]string, error) { return []string{"ex"}, nil }}}},
+	complete := func(context.Context, *server.CompleteRequest) ([]string, error) { return []string{"ex"}, nil }
+	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "simple", Description: "As listed.", Arguments: []server.PromptArgument{{Name: "x", Complete: complete}}},
 		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: "hi"}}}}, nil
 		}))

@@ -29,8 +29,8 @@ func TestItemViewSubscribeComplete(t *testing.T) {
 			require.NoError(t, h.srv.AddResource(server.Resource{URI: uri, Name: uri}, read))
 		}
 		for _, tmpl := range []string{"shown://{a}", "hidden://{a}"} {
-			require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: tmpl, Name: tmpl,
-				Complete: map[string]server.CompleteFunc{"a": nop}}, read))
+			tt := server.ResourceTemplate{URITemplate: tmpl, Name: tmpl, Complete: map[string]server.CompleteFunc{"a": nop}}
+			require.NoError(t, h.srv.AddResourceTemplate(tt, read))
 		}
 		for _, name := range []string{"shown", "hidden"} {
 			require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: name, Arguments: []server.PromptArgument{{Name: "x", Complete: nop}}},

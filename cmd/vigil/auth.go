@@ -35,8 +35,10 @@ type authorization struct {
 // srv's tool scopes and the scopes requestScopes (nil: none) says a
 // request needs, its failures counted in registry; with -auth-exchange-*,
 // its Exchanger and downstream_whoami.
-func newAuthorization(ctx context.Context, cfg config, resource string, srv *server.Server, requestScopes func(*http.Request) []string,
-	registry prometheus.Registerer, logger *slog.Logger) (*authorization, error) {
+func newAuthorization(
+	ctx context.Context, cfg config, resource string, srv *server.Server, requestScopes func(*http.Request) []string,
+	registry prometheus.Registerer, logger *slog.Logger,
+) (*authorization, error) {
 	if cfg.authInsecureHTTP {
 		logger.Warn("the authorization server may be reached over plain http (-auth-insecure-http): anyone on the path can swap its keys and mint any token", "issuer", cfg.authIssuer)
 	}
