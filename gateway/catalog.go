@@ -2,19 +2,14 @@ package gateway
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
-	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // catalog is what one upstream offers, as it will be registered: names
@@ -356,158 +351,4 @@ func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
 		skills = append(skills, sk.Path)
 	}
 	return nil
-}
-
-// forward calls method upstream with params under the caller's ctx,
-// again on a new session after it expired when method is retrySafe.
-func (m *mount) forward(ctx context.Context, method string, params any, notes *upstream.Notes) (json.RawMessage, error) {
-	return m.forwardRetry(ctx, method, params, notes, retrySafe(method))
-}
-
-// forwardRetry is forward, which retry allows to retry or not.
-func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (res json.RawMessage, err error) {
-	ctx, end := m.startHop(ctx, method, params)
-	defer func() {
-		if _, asks := errors.AsType[*server.InputRequired](err); asks {
-			end(nil, false) // the upstream answered: with questions
-			return
-		}
-		end(err, err == nil && method == "tools/call" && toolFailed(res))
-	}()
-	if m.up.Authorize != nil && server.RequestFromContext(ctx) != nil {
-		if err := m.up.Authorize(ctx); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := encodeParams(params)
-	if err != nil {
-		return nil, err
-	}
-	if trace := traceMembers(ctx); trace != nil {
-		if notes == nil {
-			notes = &upstream.Notes{}
-		}
-		notes.Meta = trace
-	}
-	if req := server.RequestFromContext(ctx); req != nil {
-		if owner := m.g.srv.CallerKey(req); owner != "" {
-			if notes == nil {
-				notes = &upstream.Notes{}
-			}
-			notes.Owner = owner // a shared upstream session serves one caller at a time
-		}
-	}
-	if m.relays(ctx, method) {
-		return m.relayRound(ctx, method, raw, notes) // era2026.go
-	}
-	l, err := m.linkOf(ctx)
-	if err != nil {
-		return nil, m.callError(ctx, err)
-	}
-	defer m.release(l)
-	ctx, asked := watchUntranslated(ctx, m.up.Name) // eras.go
-	if asked != nil && roundMethods[method] {
-		s, err := l.session(ctx)
-		if err != nil {
-			return nil, m.callError(ctx, err)
-		}
-		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
-	}
-	res, err = m.call(ctx, l, method, raw, notes, retry)
-	if err := asked.failure(); err != nil {
-		return nil, err
-	}
-	if err != nil {
-		return nil, m.callError(ctx, err)
-	}
-	return res, nil
-}
-
-// encodeParams returns the JSON of params: a tool call's written by hand
-// (every forwarded call's; its arguments as the caller sent them, valid
-// JSON already), any other by encoding/json.
-func encodeParams(params any) (json.RawMessage, error) {
-	call, ok := params.(toolCall)
-	if !ok {
-		return json.Marshal(params)
-	}
-	b := make([]byte, 0, len(`{"name":,"arguments":}`)+len(call.Name)+2+len(call.Arguments))
-	b = jsonscan.AppendString(append(b, `{"name":`...), call.Name)
-	if len(call.Arguments) > 0 {
-		b = append(append(b, `,"arguments":`...), call.Arguments...)
-	}
-	return append(b, '}'), nil
-}
-
-// traceMembers returns the W3C trace context of ctx's span as members of
-// params._meta (traceparent, tracestate), as MCP carries it, so that the
-// upstream's span is a child of the caller's; nil when ctx has no span.
-func traceMembers(ctx context.Context) []byte {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return nil
-	}
-	// Written as propagation.TraceContext writes its headers, without the
-	// map it writes them into.
-	tid, sid := sc.TraceID(), sc.SpanID()
-	b := make([]byte, 0, 96)
-	b = append(b, `"traceparent":"00-`...)
-	b = hex.AppendEncode(b, tid[:])
-	b = append(b, '-')
-	b = hex.AppendEncode(b, sid[:])
-	b = append(b, '-')
-	b = hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
-	b = append(b, '"')
-	if ts := sc.TraceState().String(); ts != "" {
-		b = strconv.AppendQuote(append(b, `,"tracestate":`...), ts)
-	}
-	return b
-}
-
-// getPrompt returns the handler of the upstream's prompt name.
-func (m *mount) getPrompt(name string) server.PromptHandler {
-	return func(ctx context.Context, req *server.GetPromptRequest) (*server.GetPromptResult, error) {
-		raw, err := m.forward(ctx, "prompts/get", map[string]any{"name": name, "arguments": req.Arguments}, nil)
-		if err != nil {
-			return nil, err
-		}
-		var w struct {
-			Description string `json:"description"`
-			Messages    []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-			Meta server.Meta `json:"_meta"`
-		}
-		if err := json.Unmarshal(raw, &w); err != nil {
-			return nil, badResult(err)
-		}
-		res := &server.GetPromptResult{Description: w.Description, Meta: w.Meta, Messages: make([]*server.PromptMessage, 0, len(w.Messages))}
-		for _, msg := range w.Messages {
-			c, err := server.UnmarshalContent(msg.Content)
-			if err != nil {
-				return nil, badResult(err)
-			}
-			res.Messages = append(res.Messages, &server.PromptMessage{Role: msg.Role, Content: c})
-		}
-		return res, nil
-	}
-}
-
-// readResource forwards resources/read of the URI asked for.
-func (m *mount) readResource(ctx context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
-	raw, err := m.forward(ctx, "resources/read", map[string]string{"uri": req.URI}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var res server.ReadResourceResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, badResult(err)
-	}
-	return &res, nil
-}
-
-// badResult is the error of an upstream's result that does not decode.
-func badResult(err error) error {
-	return server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -49,7 +50,8 @@ func startCuratedUpstream(t *testing.T) *curatedUpstream {
 			return server.Text(name), nil
 		}))
 	}
-	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "simple", Description: "As listed."},
+	complete := func(context.Context, *server.CompleteRequest) ([]string, error) { return []string{"ex"}, nil }
+	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "simple", Description: "As listed.", Arguments: []server.PromptArgument{{Name: "x", Complete: complete}}},
 		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: "hi"}}}}, nil
 		}))
@@ -272,7 +274,8 @@ func TestCatalogReloadKeepsSessions(t *testing.T) {
 func TestCatalogEndpoints(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startCuratedUpstream(t)
-	srv, g := mountCatalog(t, u, curatedFile, nil)
+	reg := prometheus.NewRegistry()
+	srv, g := mountCatalog(t, u, curatedFile, reg)
 	ep := streamable.New(srv)
 	t.Cleanup(func() { _ = ep.Close() })
 	scopes := map[string][]string{"Bearer reader": {"demo.read"}, "Bearer nobody": nil}
@@ -333,6 +336,41 @@ func TestCatalogEndpoints(t *testing.T) {
 	_, rpcErr = others.Call("tools/call", map[string]any{"name": "say"})
 	require.NotNil(t, rpcErr)
 	assert.Contains(t, rpcErr.Message, "unknown tool")
+
+	// resources/subscribe and completion/complete follow the selection
+	// too: what the endpoint does not serve is refused as the unknown is.
+	_, unknownSub := demo.Call("resources/subscribe", map[string]any{"uri": "note:nothing"})
+	require.NotNil(t, unknownSub)
+	_, rpcErr = demo.Call("resources/subscribe", map[string]any{"uri": "note:a"})
+	assert.Nil(t, rpcErr, "a selected resource is subscribed to")
+	_, rpcErr = all.Call("resources/subscribe", map[string]any{"uri": "note:b"})
+	assert.Nil(t, rpcErr, "the default endpoint subscribes to every resource")
+	_, rpcErr = demo.Call("resources/subscribe", map[string]any{"uri": "note:b"})
+	require.NotNil(t, rpcErr, "an unselected resource is not subscribed to")
+	assert.Equal(t, unknownSub.Code, rpcErr.Code)
+	assert.Equal(t, unknownSub.Message, rpcErr.Message)
+	complete := func(c *mcptest.Client, prompt string) *transport.Error {
+		_, e := c.Call("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": prompt}, "argument": map[string]any{"name": "x", "value": ""}})
+		return e
+	}
+	unknownComplete := complete(all, "nothing")
+	require.NotNil(t, unknownComplete)
+	rpcErr = complete(others, "greet")
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, unknownComplete.Code, rpcErr.Code)
+	assert.Equal(t, `completion/complete: unknown prompt: "greet"`, rpcErr.Message, "a prompt the endpoint does not serve is unknown to completion")
+	assert.Nil(t, complete(demo, "greet"), "where it is served, the prompt completes")
+
+	// The calls counter names the endpoint a call came through; the
+	// default endpoint's calls have none.
+	_ = all.CallTool("say", nil)
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{endpoint=demo,gen_ai_tool_name=echo,mcp_method_name=tools/call,outcome=ok,upstream=up}": 1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=echo,mcp_method_name=tools/call,outcome=ok,upstream=up}":               1,
+		"mcp_gateway_upstream_calls_total{endpoint=demo,mcp_method_name=prompts/get,outcome=ok,upstream=up}":                      1,
+		"mcp_gateway_upstream_calls_total{endpoint=demo,mcp_method_name=resources/read,outcome=ok,upstream=up}":                   1,
+	}
+	assert.Equal(t, want, pick(gathered(t, reg), want))
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/mcp/demo", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	require.NoError(t, err)

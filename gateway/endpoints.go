@@ -9,8 +9,8 @@ import (
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // endpointKey is the context key of the endpoint a request came through.
@@ -23,6 +23,29 @@ func endpointOf(ctx context.Context) *endpointSpec {
 	return e
 }
 
+// EndpointScopes returns the scopes the catalog in force requires at the
+// endpoint r's path names, as Endpoints reads it (its last element, NAME
+// of /mcp/NAME); none for a name the catalog does not have. It is the
+// OAuth guard's oauth.Config.RequestScopes of the handler in front of
+// Endpoints, so that the guard refuses a principal without them 403
+// insufficient_scope with its own challenge (resource_metadata, DPoP),
+// counted among its refusals. It is safe for concurrent use.
+func (g *Gateway) EndpointScopes(r *http.Request) []string {
+	if e := g.endpointNamed(path.Base(r.URL.Path)); e != nil {
+		return e.scopes
+	}
+	return nil
+}
+
+// endpointNamed returns the catalog's endpoint name; nil when the
+// catalog in force has none of that name.
+func (g *Gateway) endpointNamed(name string) *endpointSpec {
+	if c := g.catalog.Load(); c != nil {
+		return c.endpoints[name]
+	}
+	return nil
+}
+
 // Endpoints returns the handler of the catalog's named endpoints in front
 // of next, the MCP endpoint's handler: a request whose path ends in NAME
 // (mount it at /mcp/, so that /mcp/NAME is served) is served by next as
@@ -30,19 +53,17 @@ func endpointOf(ctx context.Context) *endpointSpec {
 // its callers list, and may call, only the tools the endpoint selects
 // (tools/call of another is a call of an unknown tool). A request of a
 // name the catalog does not have is answered 404. When the endpoint
-// requires scopes, a request whose principal ([auth.PrincipalFromContext],
-// so put it behind the OAuth guard) lacks one, or that has none, is
-// refused 403 insufficient_scope naming them, before next sees it.
+// requires scopes, a request whose principal ([auth.PrincipalFromContext])
+// lacks one, or that has none, is refused 403 insufficient_scope naming
+// them, before next sees it: put Endpoints behind the OAuth guard, with
+// EndpointScopes its oauth.Config.RequestScopes, and the guard refuses
+// such a request first, with its own challenge; this refusal stays for
+// the request that met a catalog reloaded between the two, or no guard.
 func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := path.Base(r.URL.Path)
-		c := g.catalog.Load()
-		var e *endpointSpec
-		if c != nil {
-			e = c.endpoints[name]
-		}
+		e := g.endpointNamed(path.Base(r.URL.Path))
 		if e == nil {
-			writeRPCError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such MCP endpoint")
+			streamable.WriteError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such MCP endpoint")
 			return
 		}
 		if len(e.scopes) > 0 {
@@ -55,22 +76,12 @@ func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 			}
 			if len(missing) > 0 {
 				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(e.scopes, " ")+`"`)
-				writeRPCError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
+				streamable.WriteError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
 				return
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
 	})
-}
-
-// writeRPCError answers with a JSON-RPC error object with a null id, as
-// the OAuth guard does.
-func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
-	body, _ := transport.AppendMessage(nil, &transport.Response{Error: &transport.Error{Code: int64(code), Message: msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // servesTool reports whether the endpoint e serves the upstream's tool

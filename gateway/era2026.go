@@ -34,23 +34,6 @@ import (
 // does not speak that version.
 var errNoEra = errors.New("the upstream does not speak " + protocol.Version20260728)
 
-// relays reports whether the request of ctx, a stateless 2026-07-28
-// request outside any task of the gateway's, relays its rounds: method
-// can answer input_required, and the upstream speaks 2026-07-28 (asked
-// the first time, with ctx). A start that fails says no: the translating
-// path then reports the failure.
-func (m *mount) relays(ctx context.Context, method string) bool {
-	if m.noEra.Load() || !roundMethods[method] || server.TaskIDFromContext(ctx) != "" || m.up.Authorize != nil { // the era's session is every caller's
-		return false
-	}
-	req := server.RequestFromContext(ctx)
-	if req == nil || req.InSession() || req.Protocol != protocol.Version20260728 {
-		return false
-	}
-	s, _ := m.eraSession(ctx)
-	return s != nil
-}
-
 // eraSession returns the 2026-07-28 session of the upstream, or nil when
 // the upstream turned out not to speak that version (then remembered).
 func (m *mount) eraSession(ctx context.Context) (*upstream.Session, error) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -831,7 +830,7 @@ func askClient(ss *server.Session) func(context.Context, *transport.Request) (js
 				" of: this upstream session serves none (it is the gateway's own, for listing), and no client's call is in flight on it"}
 		}
 		if refusal := refuseStateless(ctx, req.Method); refusal != nil {
-			return nil, refusal // eras.go
+			return nil, refusal // rounds.go
 		}
 		var params any
 		if req.Params != nil {
@@ -862,134 +861,6 @@ func clientError(method string, err error) error {
 	default:
 		return err
 	}
-}
-
-// callTool returns the handler of the upstream's tool name: it forwards
-// the call with the caller's context (again on a new session after the
-// upstream forgot the session, when retry), with the Mcp-Param-* headers
-// of the arguments its input schema mirrors, relays its log messages,
-// and its progress when the caller asked for progress.
-func (m *mount) callTool(name string, retry bool, mirrors []paramheader.Mirror) server.ToolHandler {
-	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		notes := m.callNotes(ctx, req)
-		m.bounded(notes)
-		if len(mirrors) > 0 && m.up.URL != "" {
-			// A 2026-07-28 upstream checks the headers that mirror
-			// arguments (SEP-2243); a 2025 one ignores them.
-			notes.Header = http.Header{}
-			paramheader.Set(notes.Header, mirrors, req.Arguments)
-		}
-		raw, err := m.forwardRetry(ctx, "tools/call", toolCall{name, req.Arguments}, notes, retry)
-		if err != nil {
-			return nil, err
-		}
-		if id := upstreamTask(raw); id != "" { // a 2026-07-28 upstream made it a task (era2026.go)
-			meta := callerMeta(ctx)
-			return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) { return m.followTask(ctx, id, meta) })
-		}
-		return relayedResult(raw)
-	}
-}
-
-// callNotes relays a call's log messages to its caller, its progress
-// when the caller asked for progress, and the upstream's polling: when
-// an HTTP upstream ends the call's SSE stream to be polled (SEP-1699),
-// the caller's stream is ended likewise, so that the caller polls the
-// gateway, when the gateway's endpoint keeps events to resume from
-// (otherwise the caller's stream stays open).
-func (m *mount) callNotes(ctx context.Context, req *server.CallToolRequest) *upstream.Notes {
-	notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
-	if req.Request != nil {
-		if token, ok := req.Request.Meta.Get("progressToken"); ok {
-			notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
-			notes.ProgressToken = token // the upstream sees the caller's own token when it can
-		}
-		if m.up.URL != "" {
-			id := req.Request.ID
-			notes.Polled = func() { _ = streamable.CloseSSEStream(ctx, id) }
-		}
-	}
-	return notes
-}
-
-// relayLog sends the upstream's log message of a call to the caller, as
-// the upstream sent it, related to the caller's request, when the caller
-// asked for its level.
-func relayLog(ctx context.Context, params json.RawMessage) {
-	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil && clientWantsLog(ctx, params) {
-		_ = req.Session.Notify(ctx, "notifications/message", params)
-	}
-}
-
-// relayProgress reports the upstream's progress to the caller.
-func relayProgress(ctx context.Context, params json.RawMessage) {
-	var p struct {
-		Progress float64 `json:"progress"`
-		Total    float64 `json:"total"`
-		Message  string  `json:"message"`
-	}
-	if json.Unmarshal(params, &p) == nil {
-		_ = server.ReportProgress(ctx, p.Progress, p.Total, p.Message)
-	}
-}
-
-// callError turns the failure of a forwarded call into the handler's
-// error: the caller's own cause when its context ended, the upstream's
-// JSON-RPC error as it was, and a protocol error naming the upstream when
-// it is gone.
-func (m *mount) callError(ctx context.Context, err error) error {
-	var rpc *transport.Error
-	var tooLarge *upstream.TooLargeError
-	switch {
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case errors.As(err, &tooLarge):
-		return server.NewError(protocol.CodeInternal, m.tooLarge(tooLarge))
-	case errors.As(err, &rpc):
-		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
-	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):
-		m.checkCatalog() // is the whole upstream down, or only this session?
-		return upstreamGone(m.up.Name, err)
-	default:
-		return err
-	}
-}
-
-// relayedResult is an upstream's tools/call result relayed as the
-// upstream sent it, byte for byte ("isError": false and members the
-// server does not know included): nothing in it must change.
-func relayedResult(raw json.RawMessage) (*server.CallToolResult, error) {
-	res, err := server.RawToolResult(raw)
-	if err != nil {
-		return nil, badResult(err)
-	}
-	return res, nil
-}
-
-// decodeToolResult decodes an upstream's tools/call result, for a result
-// the gateway changes (a task's: see tasks.go).
-func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
-	var w struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent"`
-		IsError           bool              `json:"isError"`
-		Meta              server.Meta       `json:"_meta"`
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, badResult(err)
-	}
-	res := &server.CallToolResult{Content: make([]server.Content, 0, len(w.Content)), IsError: w.IsError, Meta: w.Meta}
-	for _, c := range w.Content {
-		block, err := server.UnmarshalContent(c)
-		if err != nil {
-			return nil, badResult(err)
-		}
-		res.Content = append(res.Content, block)
-	}
-	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
-		res.StructuredContent = w.StructuredContent
-	}
-	return res, nil
 }
 
 // Close closes the upstreams' sessions and ends their processes, all at

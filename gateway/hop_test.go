@@ -174,7 +174,8 @@ func pick(got, want map[string]float64) map[string]float64 {
 }
 
 // gathered returns every series of reg, as name{label=value,...} -> its
-// value (a histogram's count).
+// value (a histogram's count); a label with an empty value is left out,
+// as Prometheus stores it.
 func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
 	got := map[string]float64{}
@@ -184,7 +185,9 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		for _, m := range mf.GetMetric() {
 			var labels []string
 			for _, lp := range m.GetLabel() {
-				labels = append(labels, lp.GetName()+"="+lp.GetValue())
+				if lp.GetValue() != "" {
+					labels = append(labels, lp.GetName()+"="+lp.GetValue())
+				}
 			}
 			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
 			switch {

@@ -1,45 +1,117 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
-
-	"golang.org/x/time/rate"
+	"errors"
+	"fmt"
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// The rate at which one call's progress and log notifications are relayed
-// to its caller, a token bucket: an upstream that sends them without end
-// costs its caller no more; those over it are dropped and counted.
-const (
-	relayPerSecond = 100
-	relayBurst     = 100
-)
+// The relay: the last stage of the call path (hop.go), which picks the
+// upstream session a forwarded call goes on and sends it.
 
-// bounded bounds the rate at which notes relays one call's progress and
-// log notifications, together, to relayPerSecond; those over it are
-// dropped and counted (mcp_gateway_upstream_dropped_total, progress and
-// notification). Progress is lossy by nature: the caller still gets the
-// call's result, after the progress relayed.
-func (m *mount) bounded(notes *upstream.Notes) {
-	bucket := rate.NewLimiter(relayPerSecond, relayBurst)
-	t := m.g.tally[m.up.Name]
-	if progress := notes.Progress; progress != nil {
-		notes.Progress = func(p json.RawMessage) {
-			if !bucket.Allow() {
-				t.progress.Add(1)
-				return
-			}
-			progress(p)
-		}
+// relay sends a forwarded call of method (its params raw, notes the
+// relay of what the upstream sends during it) on the upstream session
+// that carries it, and returns the upstream's result, or the error the
+// handler returns (callError): a stateless 2026-07-28 caller's rounds
+// relayed to the upstream's 2026-07-28 session (era2026.go); else on the
+// caller's link (sessions.go), across input_required rounds for a
+// stateless caller in front of a 2025 upstream (rounds.go), and once more
+// on a new session after the upstream forgot the session when retry
+// allows (call).
+func (m *mount) relay(ctx context.Context, method string, raw json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
+	if m.relays(ctx, method) {
+		return m.relayRound(ctx, method, raw, notes) // era2026.go
 	}
-	if log := notes.Log; log != nil {
-		notes.Log = func(p json.RawMessage) {
-			if !bucket.Allow() {
-				t.logs.Add(1)
-				return
-			}
-			log(p)
-		}
+	l, err := m.linkOf(ctx)
+	if err != nil {
+		return nil, m.callError(ctx, err)
 	}
+	defer m.release(l)
+	ctx, asked := watchUntranslated(ctx, m.up.Name) // rounds.go
+	if asked != nil && roundMethods[method] {
+		s, err := l.session(ctx)
+		if err != nil {
+			return nil, m.callError(ctx, err)
+		}
+		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
+	}
+	res, err := m.call(ctx, l, method, raw, notes, retry)
+	if err := asked.failure(); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	return res, nil
+}
+
+// call sends method upstream on the live session; when the HTTP upstream
+// answers that it no longer knows the session (it expired, or the
+// upstream restarted), a new session is opened and a call that retry
+// allows is sent once more on it (never twice). One that is not retried
+// fails with an error that says why.
+func (m *mount) call(ctx context.Context, l *link, method string, params json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
+	s, err := l.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Call(ctx, method, params, notes)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, streamable.ErrUnknownSession) {
+		return res, err
+	}
+	m.g.obs.Expired(m.up.Name, retry)
+	if !retry {
+		m.log.Warn("gateway: upstream session expired; the call was not retried", "upstream", m.up.Name, "method", method)
+		return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: its session expired (it answered 404) and the call was not retried: "+
+			"it may not be safe to send twice (the tool is not marked read-only or idempotent)", m.up.Name))
+	}
+	m.log.Info("gateway: upstream session expired; the call is retried on a new session", "upstream", m.up.Name, "method", method)
+	if s, err = l.session(ctx); err != nil {
+		return nil, err
+	}
+	return s.Call(ctx, method, params, notes)
+}
+
+// retrySafe reports whether method may be sent again on a new session
+// after the upstream forgot the session it was sent on: a listing, a read
+// or a prompt changes nothing upstream. tools/call is safe only for a
+// tool whose annotations say so (toolRetrySafe), which its handler tells
+// forwardRetry.
+func retrySafe(method string) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+		"resources/read", "prompts/get", "completion/complete":
+		return true
+	}
+	return false
+}
+
+// toolRetrySafe reports whether the upstream's tool t says it may be
+// called twice with the same effect: read-only, or idempotent.
+func toolRetrySafe(t *server.Tool) bool {
+	a := t.Annotations
+	return a != nil && ((a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint))
+}
+
+// relays reports whether the request of ctx, a stateless 2026-07-28
+// request outside any task of the gateway's, relays its rounds: method
+// can answer input_required, and the upstream speaks 2026-07-28 (asked
+// the first time, with ctx). A start that fails says no: the translating
+// path then reports the failure.
+func (m *mount) relays(ctx context.Context, method string) bool {
+	if m.noEra.Load() || !roundMethods[method] || server.TaskIDFromContext(ctx) != "" || m.up.Authorize != nil { // the era's session is every caller's
+		return false
+	}
+	req := server.RequestFromContext(ctx)
+	if req == nil || req.InSession() || req.Protocol != protocol.Version20260728 {
+		return false
+	}
+	s, _ := m.eraSession(ctx)
+	return s != nil
 }

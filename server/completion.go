@@ -93,7 +93,7 @@ func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
 		}
 		creq.Context = args
 	}
-	f, err := s.completer(p.Ref, p.Argument.Name)
+	f, err := s.completer(req, p.Ref, p.Argument.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +113,12 @@ func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
 
 // completer finds the completer of argument in ref: nil when the argument
 // exists but has none, an error when the prompt, template or argument does
-// not exist.
-func (s *Server) completer(ref *CompletionRef, argument string) (CompleteFunc, error) {
+// not exist, or the item view hides the prompt or template from req.
+func (s *Server) completer(req *Request, ref *CompletionRef, argument string) (CompleteFunc, error) {
 	switch ref.Type {
 	case "ref/prompt":
 		rp := s.prompts.lookup(ref.Name)
-		if rp == nil {
+		if rp == nil || !s.itemShown(req, ItemPrompt, ref.Name) {
 			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: unknown prompt: %q", ref.Name)
 		}
 		i := slices.IndexFunc(rp.prompt.Arguments, func(a PromptArgument) bool { return a.Name == argument })
@@ -128,7 +128,7 @@ func (s *Server) completer(ref *CompletionRef, argument string) (CompleteFunc, e
 		return rp.prompt.Arguments[i].Complete, nil
 	case "ref/resource":
 		rt := s.resources.template(ref.URI)
-		if rt == nil {
+		if rt == nil || !s.itemShown(req, ItemResourceTemplate, ref.URI) {
 			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: unknown resource template: %q", ref.URI)
 		}
 		if !slices.Contains(rt.compiled.Varnames(), argument) {

@@ -113,6 +113,12 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	}
 	if caps.Resources != nil {
 		honored.ResourceSubscriptions = slices.Clone(want.ResourceSubscriptions)
+		if s.itemView.Load() != nil {
+			honored.ResourceSubscriptions = slices.DeleteFunc(honored.ResourceSubscriptions, func(uri string) bool {
+				r, t, _ := s.resources.resolve(uri)
+				return !s.resourceShown(req, uri, r, t) // hidden (item_view.go): not honored
+			})
+		}
 	}
 	stopped, stop := context.WithCancelCause(ctx)
 	defer stop(nil)

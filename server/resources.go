@@ -520,8 +520,7 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 			r, t, vars = s.resources.resolve(uri)
 		}
 	}
-	if r != nil && !s.itemShown(req, ItemResource, r.res.URI) || t != nil && !s.itemShown(req, ItemResourceTemplate, t.tmpl.URITemplate) ||
-		r == nil && t == nil && !s.itemShown(req, ItemResource, uri) {
+	if !s.resourceShown(req, uri, r, t) {
 		return nil, resourceNotFound(req, uri) // hidden: as unknown, the fallback not asked
 	}
 	rreq := &ReadResourceRequest{Request: req, URI: uri, Variables: vars}
@@ -567,8 +566,8 @@ func (s *Server) subscribeResource(ctx context.Context, req *Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	if r, t, _ := s.resources.resolve(uri); r == nil && t == nil {
-		return nil, resourceNotFound(req, uri)
+	if r, t, _ := s.resources.resolve(uri); r == nil && t == nil || !s.resourceShown(req, uri, r, t) {
+		return nil, resourceNotFound(req, uri) // hidden (item_view.go): as unknown
 	}
 	if err := s.resources.subscribe(req.Session, uri); err != nil {
 		return nil, err

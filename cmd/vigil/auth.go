@@ -32,9 +32,13 @@ type authorization struct {
 
 // newAuthorization builds the resource server of resource, the canonical
 // URI of /mcp, as the -auth-* flags say (package resourceserver), with
-// srv's tool scopes, its failures counted in registry; with
-// -auth-exchange-*, its Exchanger and downstream_whoami.
-func newAuthorization(ctx context.Context, cfg config, resource string, srv *server.Server, registry prometheus.Registerer, logger *slog.Logger) (*authorization, error) {
+// srv's tool scopes and the scopes requestScopes (nil: none) says a
+// request needs, its failures counted in registry; with -auth-exchange-*,
+// its Exchanger and downstream_whoami.
+func newAuthorization(
+	ctx context.Context, cfg config, resource string, srv *server.Server, requestScopes func(*http.Request) []string,
+	registry prometheus.Registerer, logger *slog.Logger,
+) (*authorization, error) {
 	if cfg.authInsecureHTTP {
 		logger.Warn("the authorization server may be reached over plain http (-auth-insecure-http): anyone on the path can swap its keys and mint any token", "issuer", cfg.authIssuer)
 	}
@@ -45,7 +49,7 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 	rs, client, release, err := resourceserver.New(ctx, resourceserver.Config{
 		Issuer: cfg.authIssuer, Resource: resource, ClientID: cfg.introspectionClientID, ClientSecret: cfg.introspectionSecret,
 		CacheTTL: cfg.authCacheTTL, MissRate: cfg.authIntrospectRate, InsecureHTTP: cfg.authInsecureHTTP, Scopes: cfg.authScopes,
-		HideTools: cfg.authHideTools, DPoP: dpop, MaxBodyBytes: cfg.maxBody, Server: srv, Registerer: registry, Logger: logger,
+		HideTools: cfg.authHideTools, RequestScopes: requestScopes, DPoP: dpop, MaxBodyBytes: cfg.maxBody, Server: srv, Registerer: registry, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

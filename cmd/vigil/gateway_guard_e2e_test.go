@@ -101,9 +101,9 @@ func TestGatewayUpstreamToolsGuarded(t *testing.T) {
 	for _, name := range []string{mcpconv.MetricUpstreamCalls, mcpconv.MetricUpstreamCallDuration, mcpconv.MetricUpstreamStarts, mcpconv.MetricUpstreamSessions, mcpconv.MetricUpstreamDropped} {
 		assert.Contains(t, metrics, "\n"+name, "vigil -upstream exposes %s", name)
 	}
-	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
-	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="not_ready",upstream="u"} 1`)
-	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="upstream_closed",upstream="u"} 0`, "nothing was sent")
+	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
+	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="not_ready",upstream="u"} 1`)
+	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="upstream_closed",upstream="u"} 0`, "nothing was sent")
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
 

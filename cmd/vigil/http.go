@@ -118,7 +118,7 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 	var mcp http.Handler
 	var public map[string]http.Handler
 	if f.cfg.authEnabled() {
-		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.svc.Registry, f.svc.Logger)
+		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.endpointScopes, f.svc.Registry, f.svc.Logger)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -147,6 +147,16 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		public = catalogfile.WithEndpoints(public, f.guarded(g.Endpoints(endpoint)))
 	}
 	return endpoint, mcp, public, nil
+}
+
+// endpointScopes are the scopes a request to a -catalog endpoint,
+// /mcp/NAME, needs (the guard's oauth.Config.RequestScopes); none for
+// another path.
+func (f *front) endpointScopes(r *http.Request) []string {
+	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" && strings.HasPrefix(r.URL.Path, catalogfile.EndpointsPath) {
+		return g.EndpointScopes(r)
+	}
+	return nil
 }
 
 // guarded is h behind the principal's rate limit, when there is one, and

@@ -289,7 +289,9 @@ func svcSample(t *testing.T, families map[string]*dto.MetricFamily, name string,
 	for _, m := range mf.GetMetric() {
 		got := map[string]string{}
 		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
+			if _, asked := labels[l.GetName()]; l.GetValue() != "" || asked { // an empty value not asked for is an absent label, as Prometheus stores it
+				got[l.GetName()] = l.GetValue()
+			}
 		}
 		for k := range labels { // an empty label value is not exposed
 			if _, ok := got[k]; !ok && labels[k] == "" {

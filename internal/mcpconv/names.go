@@ -63,6 +63,11 @@ const (
 // upstream.
 const LabelUpstream = "upstream"
 
+// LabelEndpoint is the label of the gateway's calls counter that names
+// the catalog's endpoint (/mcp/NAME) a call came through, the span
+// attribute [EndpointKey]; empty for the default endpoint.
+const LabelEndpoint = "endpoint"
+
 // The shared mode's metric names (package redisshare).
 const (
 	MetricRedisOperationDuration = "mcp_server_redis_operation_duration_seconds"

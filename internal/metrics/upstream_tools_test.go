@@ -38,11 +38,35 @@ func TestUpstreamToolLabelsBounded(t *testing.T) {
 	u.Tools("u", names(200, 1000))
 	assert.Equal(t, base+perTool*metrics.MaxToolLabels, lines(), "128 tools labeled, no more")
 
-	u.Called("u", "tools/call", "t5", "ok", "", 0)
-	u.Called("u", "tools/call", "t150", "ok", "", 0)
+	u.Called("u", "tools/call", "t5", "ok", "", "", 0)
+	u.Called("u", "tools/call", "t150", "ok", "", "", 0)
 	text, err := testutil.CollectAndFormat(u, expfmt.TypeTextPlain, "mcp_gateway_upstream_calls_total")
 	require.NoError(t, err)
 	assert.Contains(t, string(text), `gen_ai_tool_name="t5",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
 	assert.Contains(t, string(text), `gen_ai_tool_name="other",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
 	assert.NotContains(t, string(text), `"t150"`)
+}
+
+// TestUpstreamEndpointLabelsBounded: a call through a catalog endpoint is
+// counted under its name, one through the default endpoint under an
+// empty endpoint (none, to Prometheus); past MaxEndpointLabels names
+// (catalogs reloaded with new ones) a call is counted "other", so the
+// series stop growing.
+func TestUpstreamEndpointLabelsBounded(t *testing.T) {
+	u := metrics.NewUpstreams(vocabulary().Codes, []string{"u"}, nil, nil)
+	u.Tools("u", []string{"t"})
+	u.Called("u", "tools/call", "t", "ok", "", "", 0)
+	u.Called("u", "tools/call", "t", "ok", "", "team-a", 0)
+	u.Called("u", "tools/call", "t", "ok", "", "team-a", 0)
+	for i := range metrics.MaxEndpointLabels + 10 {
+		u.Called("u", "tools/call", "t", "error", "", "e"+strconv.Itoa(i), 0)
+	}
+	text, err := testutil.CollectAndFormat(u, expfmt.TypeTextPlain, "mcp_gateway_upstream_calls_total")
+	require.NoError(t, err)
+	s := string(text)
+	assert.Contains(t, s, `{endpoint="",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
+	assert.Contains(t, s, `{endpoint="team-a",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="ok",upstream="u"} 2`)
+	assert.Contains(t, s, `{endpoint="other",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="error",upstream="u"} 11`, "team-a and 63 more are labeled as themselves")
+	assert.Equal(t, metrics.MaxEndpointLabels-1, strings.Count(s, `outcome="error",upstream="u"} 1`+"\n"), "e0 to e62, each once")
+	assert.NotContains(t, s, `endpoint="e63"`)
 }

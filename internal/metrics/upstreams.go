@@ -83,6 +83,11 @@ type Upstreams struct {
 	tools   sync.Map // [2]string{upstream, tool}: labeled as itself (see Tools)
 	toolsMu sync.Mutex
 	toolsOf map[string]int // upstream: how many of its tools are labeled as themselves
+	// endpoints are the catalog endpoint names that label endpoint as
+	// themselves (see Called), at most MaxEndpointLabels, added under
+	// toolsMu; endpointsN counts them.
+	endpoints  sync.Map
+	endpointsN int
 }
 
 var _ prometheus.Collector = (*Upstreams)(nil)
@@ -111,8 +116,9 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 			"gen_ai_tool_name: the upstream's tool of a tools/call (other for a tool it never listed, or beyond its first 128), empty for other methods. " +
 			"outcome: ok (answered with a result), tool_error (a tools/call answered with a result with isError), error (a JSON-RPC error of the upstream, or a result the gateway could not use), " +
 			"cancelled (the downstream caller cancelled or went away; the upstream got notifications/cancelled), upstream_closed (the upstream went away or closed mid-call), " +
-			"not_ready (refused, unsent, with a retry hint: the upstream could not be started, or waits out its backoff; not in the duration histogram).",
-	}, []string{up, method, mcpconv.LabelTool, mcpconv.LabelOutcome})
+			"not_ready (refused, unsent, with a retry hint: the upstream could not be started, or waits out its backoff; not in the duration histogram). " +
+			"endpoint: the operator's catalog endpoint (/mcp/NAME) the call came through, empty for the default endpoint (/mcp; other beyond the first 64 names).",
+	}, []string{up, method, mcpconv.LabelTool, mcpconv.LabelOutcome, mcpconv.LabelEndpoint})
 	u.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: mcpconv.MetricUpstreamCallDuration,
 		Help: "Duration of the calls forwarded upstream, from send to answer (semconv mcp.client.operation.duration). upstream: its name. mcp_method_name: the method. " +
@@ -156,7 +162,7 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 	for _, n := range names {
 		for _, m := range []string{"prompts/get", "resources/read"} { // tools/call's with its tools (Tools)
 			for _, o := range callOutcomes[:len(callOutcomes)-1] {
-				u.calls.WithLabelValues(n, m, "", o)
+				u.calls.WithLabelValues(n, m, "", o, "")
 			}
 			u.duration.WithLabelValues(n, m, "", "")
 		}
@@ -212,17 +218,24 @@ func (u *Upstreams) Tools(upstream string, tools []string) {
 		u.toolsOf[upstream]++
 		u.tools.Store(key, struct{}{})
 		for _, o := range callOutcomes {
-			u.calls.WithLabelValues(upstream, "tools/call", t, o)
+			u.calls.WithLabelValues(upstream, "tools/call", t, o, "")
 		}
 		u.duration.WithLabelValues(upstream, "tools/call", t, "")
 	}
 }
 
+// MaxEndpointLabels is how many catalog endpoint names label endpoint as
+// themselves, the first called through first; the others are "other".
+// Names are operator-configured, and never forgotten (the catalog may be
+// reloaded with others): the bound holds across reloads.
+const MaxEndpointLabels = 64
+
 // Called records a call forwarded to upstream: its method, the
 // upstream's tool of a tools/call (else ""), outcome, error type and
-// duration; a call refused NotReady is counted, its duration not
-// observed.
-func (u *Upstreams) Called(upstream, method, tool, outcome, errType string, d time.Duration) {
+// duration, and the catalog endpoint it came through ("" for the default
+// endpoint), which labels the counter only; a call refused NotReady is
+// counted, its duration not observed.
+func (u *Upstreams) Called(upstream, method, tool, outcome, errType, endpoint string, d time.Duration) {
 	if u == nil {
 		return
 	}
@@ -232,11 +245,36 @@ func (u *Upstreams) Called(upstream, method, tool, outcome, errType string, d ti
 	} else if _, known := u.tools.Load([2]string{upstream, tool}); !known {
 		tool = mcpconv.LabelOther
 	}
-	u.calls.WithLabelValues(upstream, method, tool, outcome).Inc()
+	u.calls.WithLabelValues(upstream, method, tool, outcome, u.endpointLabel(endpoint)).Inc()
 	if outcome == NotReady {
 		return
 	}
 	u.duration.WithLabelValues(upstream, method, tool, u.errTypes.bound(errType, mcpconv.ErrorTypeOther)).Observe(d.Seconds())
+}
+
+// endpointLabel returns the value of the endpoint label of endpoint: the
+// name itself while fewer than MaxEndpointLabels names are, else other.
+func (u *Upstreams) endpointLabel(endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	if !validLabelValue(endpoint) || endpoint == mcpconv.LabelOther {
+		return mcpconv.LabelOther
+	}
+	if _, ok := u.endpoints.Load(endpoint); ok {
+		return endpoint
+	}
+	u.toolsMu.Lock()
+	defer u.toolsMu.Unlock()
+	if _, ok := u.endpoints.Load(endpoint); ok {
+		return endpoint
+	}
+	if u.endpointsN >= MaxEndpointLabels {
+		return mcpconv.LabelOther
+	}
+	u.endpointsN++
+	u.endpoints.Store(endpoint, struct{}{})
+	return endpoint
 }
 
 // Started records a start of upstream, successful or not.

@@ -56,7 +56,8 @@
 //
 //   - 400 error="invalid_request" for two Authorization headers or a token
 //     in the URL query or a form-encoded body (counted invalid_token);
-//   - 401 without an error code when there is no bearer token
+//   - 401 without an error code when there is no bearer token, naming
+//     Config.Scopes and Config.RequestScopes' in scope
 //     (missing_token), and 401 error="invalid_token" for a malformed,
 //     oversized or refused token (with the verifier's reason);
 //   - with DPoP, 401 with a DPoP challenge error="invalid_dpop_proof" for a
@@ -66,9 +67,10 @@
 //   - 503 with Retry-After when the verifier cannot decide (verifier_error)
 //     or would not ask now (verifier_busy, Retry-After 1);
 //   - 403 error="insufficient_scope" naming every scope the operation needs
-//     (Config.Scopes plus those of each tool a tools/call names, batches
-//     included) when the principal lacks one; with Config.HideTools, only
-//     for a lack of Config.Scopes, which it then names alone;
+//     (Config.Scopes, Config.RequestScopes', plus those of each tool a
+//     tools/call names, batches included) when the principal lacks one;
+//     with Config.HideTools, only for a lack of Config.Scopes and
+//     Config.RequestScopes', which it then names alone;
 //   - 413 when a body that must be read to find its tools is over
 //     Config.MaxBodyBytes (not an authorization failure: not counted).
 //

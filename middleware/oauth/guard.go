@@ -49,6 +49,14 @@ type Config struct {
 	Verifier Verifier
 	// Scopes are the scopes every request needs.
 	Scopes []string
+	// RequestScopes, when set, returns the scopes a request needs besides
+	// Scopes, by what it asks for (the scopes of the gateway catalog's
+	// endpoint it is sent to, which gateway's Gateway.EndpointScopes
+	// returns): a principal that lacks one
+	// is refused 403 insufficient_scope naming every scope the request
+	// needs, as for Scopes, HideTools or not. It is called once per
+	// request the guard sees and must be safe for concurrent use.
+	RequestScopes func(r *http.Request) []string
 	// Tools is the server whose tools' scopes ([server.Tool].Scopes) a
 	// tools/call needs besides Scopes; nil: none. A request whose principal
 	// holds every tool scope ([server.Server.AllToolScopes]) skips the
@@ -215,6 +223,25 @@ func validScope(s string) bool {
 	return true
 }
 
+// requestScopes returns the scopes r needs before its tools': Scopes and
+// RequestScopes'.
+func (rs *ResourceServer) requestScopes(r *http.Request) []string {
+	if rs.cfg.RequestScopes == nil {
+		return rs.globalScopes
+	}
+	extra := rs.cfg.RequestScopes(r)
+	if len(extra) == 0 {
+		return rs.globalScopes
+	}
+	base := slices.Clone(rs.globalScopes)
+	for _, s := range extra {
+		if !slices.Contains(base, s) {
+			base = append(base, s)
+		}
+	}
+	return base
+}
+
 // countFailure counts one refused request under reason.
 func (rs *ResourceServer) countFailure(reason Reason) {
 	if rs.failures != nil {
@@ -308,9 +335,10 @@ func (g endpointGuard) RestorePrincipal(ctx context.Context, assertion []byte) c
 // for them.
 func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := rs.requestScopes(r)
 		p, tok, err := rs.authenticate(r)
 		if err != nil {
-			rs.refuse(w, r, err, nil)
+			rs.refuse(w, r, err, base)
 			return
 		}
 		if rs.dpop != nil && rs.dpop.nonceKey != nil && usedDPoP(r) {
@@ -320,23 +348,23 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 		}
 		if rs.cfg.HideTools {
 			// The challenge names no tool scope, and no body is read for one.
-			if missing := p.Missing(rs.globalScopes); len(missing) > 0 {
-				rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, rs.globalScopes)
+			if missing := p.Missing(base); len(missing) > 0 {
+				rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, base)
 				return
 			}
 		}
 		// A principal that lacks a scope every request needs is refused
 		// here, with every scope the request needs, its tools' too: the
 		// body is read for them, as without the endpoint's check.
-		needed, status := rs.needs(r, p, endpointChecks && p.HasScopes(rs.globalScopes...))
+		needed, status := rs.needs(r, p, base, endpointChecks && p.HasScopes(base...))
 		switch status {
 		case http.StatusRequestEntityTooLarge:
 			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
-			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body too large")
+			streamable.WriteError(w, status, protocol.CodeInvalidRequest, "request body too large")
 			return
 		case http.StatusBadRequest:
 			// Fail closed: a body that cannot be read cannot be checked.
-			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body could not be read")
+			streamable.WriteError(w, status, protocol.CodeInvalidRequest, "request body could not be read")
 			return
 		}
 		if missing := p.Missing(needed); len(missing) > 0 {
@@ -419,13 +447,13 @@ func (rs *ResourceServer) authenticateDPoP(r *http.Request, tok string) (*auth.P
 	return p, nil
 }
 
-// needs returns every scope r needs: Config.Scopes, and for a POST whose
+// needs returns every scope r needs: base (requestScopes), and for a POST whose
 // principal lacks some tool scope, the scopes of the tools it calls (read
 // from the body, which is put back, unless the endpoint checks them:
 // endpointChecks). A status other than 0 refuses r: 413 for a body too
 // large to read, 400 for one that could not be read.
-func (rs *ResourceServer) needs(r *http.Request, p *auth.Principal, endpointChecks bool) ([]string, int) {
-	needed := rs.globalScopes
+func (rs *ResourceServer) needs(r *http.Request, p *auth.Principal, base []string, endpointChecks bool) ([]string, int) {
+	needed := base
 	if rs.cfg.Tools == nil || r.Method != http.MethodPost {
 		return needed, 0
 	}
@@ -607,7 +635,10 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		// label, which the module writes once, in package protocol.
 		status, ch.Error, ch.Description = http.StatusBadRequest, protocol.RejectInvalidRequest.String(), desc
 	case reason == ReasonMissingToken:
-		ch.Scopes = rs.globalScopes
+		ch.Scopes = needed
+		if needed == nil {
+			ch.Scopes = rs.globalScopes
+		}
 		desc = "missing bearer token"
 	case reason == ReasonInsufficientScope:
 		status, ch.Error, ch.Scopes, ch.Description = http.StatusForbidden, "insufficient_scope", needed, desc
@@ -647,7 +678,7 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	} else {
 		rs.challenge(w, ch, dpopErr)
 	}
-	writeRPCError(w, status, code, sanitizeDescription(desc))
+	streamable.WriteError(w, status, code, sanitizeDescription(desc))
 }
 
 // challenge sets the WWW-Authenticate headers of a refusal: ch under the
@@ -676,13 +707,4 @@ func (rs *ResourceServer) challenge(w http.ResponseWriter, ch challenge, dpopErr
 func usedDPoP(r *http.Request) bool {
 	v := r.Header.Get("Authorization")
 	return len(v) > len("DPoP ") && strings.EqualFold(v[:len("DPoP ")], "DPoP ")
-}
-
-// writeRPCError answers with a JSON-RPC error object with a null id.
-func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
-	body, _ := transport.AppendMessage(nil, &transport.Response{Error: &transport.Error{Code: int64(code), Message: msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

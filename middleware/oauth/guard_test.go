@@ -672,3 +672,44 @@ func TestHandlerRefusalsNotAtInfo(t *testing.T) {
 	e.h.ServeHTTP(httptest.NewRecorder(), post(pingBody, bearer("down")))
 	assert.Contains(t, logs.String(), "reason=verifier_error", "the server's own trouble stays at Info")
 }
+
+// Config.RequestScopes: a request that needs a scope besides Scopes (a
+// gateway endpoint's) is refused 403 without it, the challenge naming
+// every scope it needs, with HideTools too; a request without a token
+// is challenged with them; a request that needs none, or whose principal
+// holds them, passes.
+func TestHandlerRequestScopes(t *testing.T) {
+	t.Parallel()
+	for _, hide := range []bool{false, true} {
+		e := newGuard(t, func(c *oauth.Config) {
+			c.HideTools = hide
+			c.RequestScopes = func(r *http.Request) []string {
+				if r.URL.Path == "/mcp/deployers" {
+					return []string{"deploy", "mcp"}
+				}
+				return nil
+			}
+		})
+		at := func(path, token string) *httptest.ResponseRecorder {
+			r := post(pingBody, bearer(token))
+			if token == "" {
+				r.Header.Del("Authorization")
+			}
+			r.URL.Path = path
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, r)
+			return w
+		}
+		w := at("/mcp/deployers", "reader")
+		assert.Equal(t, http.StatusForbidden, w.Code, "hide %v", hide)
+		assert.Equal(t, `Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="`+e.rs.MetadataURL()+`", error_description="missing scope: deploy"`,
+			w.Header().Get("WWW-Authenticate"))
+		assert.InDelta(t, 1, e.failures(t)["insufficient_scope"], 0)
+		w = at("/mcp/deployers", "")
+		assert.Equal(t, http.StatusUnauthorized, w.Code)
+		assert.Equal(t, `Bearer scope="mcp deploy", resource_metadata="`+e.rs.MetadataURL()+`"`, w.Header().Get("WWW-Authenticate"))
+		assert.Equal(t, http.StatusOK, at("/mcp/deployers", "deployer").Code)
+		assert.Equal(t, http.StatusOK, at("/mcp/others", "reader").Code)
+		assert.Equal(t, int64(2), e.served.Load())
+	}
+}

@@ -165,10 +165,14 @@ func (f *Flags) Reload(g *gateway.Gateway, logger *slog.Logger) {
 	logger.Info("catalog reloaded", "file", f.File, "lock", f.Lock)
 }
 
+// EndpointsPath is where the catalog's named endpoints are served:
+// EndpointsPath+NAME.
+const EndpointsPath = "/mcp/"
+
 // WithEndpoints returns public (the paths served besides /mcp) with the
 // catalog's named endpoints, /mcp/NAME, served by h.
 func WithEndpoints(public map[string]http.Handler, h http.Handler) map[string]http.Handler {
-	out := map[string]http.Handler{"/mcp/": h}
+	out := map[string]http.Handler{EndpointsPath: h}
 	maps.Copy(out, public)
 	return out
 }

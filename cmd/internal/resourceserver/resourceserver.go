@@ -32,11 +32,14 @@ type Config struct {
 	InsecureHTTP bool          // -auth-insecure-http
 	Scopes       []string      // -auth-scopes, which every request needs
 	HideTools    bool          // -auth-hide-tools
-	DPoP         *oauth.DPoPConfig
-	MaxBodyBytes int64          // -max-body
-	Server       *server.Server // whose tools' scopes calls need (Tool.Scopes)
-	Registerer   prometheus.Registerer
-	Logger       *slog.Logger
+	// RequestScopes are the scopes a request needs besides Scopes (those of
+	// the -catalog endpoint it is sent to); nil: none.
+	RequestScopes func(*http.Request) []string
+	DPoP          *oauth.DPoPConfig
+	MaxBodyBytes  int64          // -max-body
+	Server        *server.Server // whose tools' scopes calls need (Tool.Scopes)
+	Registerer    prometheus.Registerer
+	Logger        *slog.Logger
 }
 
 // New builds the resource server of c and returns it with the HTTP client
@@ -57,6 +60,7 @@ func New(ctx context.Context, c Config) (rs *oauth.ResourceServer, client *http.
 		Scopes:               c.Scopes,
 		Tools:                c.Server,
 		HideTools:            c.HideTools,
+		RequestScopes:        c.RequestScopes,
 		DPoP:                 c.DPoP,
 		ResourceName:         "Vigil",
 		MaxBodyBytes:         c.MaxBodyBytes,
