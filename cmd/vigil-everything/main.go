@@ -101,10 +101,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	// The shipped vigil's collector: a small heap under load collected
-	// less often, the garbage of a burst returned at rest.
-	defer gcheadroom.Start(uint64(*gcHeadroom) << 20).Stop()
-
 	shedder := transport.NewShedder(*overloadTarget) // nil for 0: sheds nothing
 	opts := []server.Option{server.WithListChangedDelay(*listChangedDelay)}
 	opts = append(opts, server.WithShedder(shedder)) // over HTTP the endpoint asks it, and answers 503
@@ -151,8 +147,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable}, shared)
+		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable, gcHeadroom: uint64(*gcHeadroom) << 20}, shared)
 	}
+	// The shipped vigil's collector: a small heap under load collected
+	// less often, the garbage of a burst returned at rest.
+	defer gcheadroom.Start(uint64(*gcHeadroom) << 20).Stop()
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), conn) }()
@@ -225,7 +224,8 @@ type httpConfig struct {
 	addr        string
 	grace       time.Duration
 	maxSessions int
-	resumable   bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+	resumable   bool   // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+	gcHeadroom  uint64 // the collector tuner's headroom, in bytes (-gc-headroom)
 }
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
@@ -240,6 +240,10 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg
 		opts = append(opts, shared.Options()...) // its event store replaces the memory one
 	}
 	endpoint := streamable.New(srv, opts...)
+	// The collector's tuner starts once the endpoint has taken its memory
+	// budget from the operator's memory limit, which the tuner lowers
+	// after each collection (see cmd/vigil's serve).
+	defer gcheadroom.Start(cfg.gcHeadroom).Stop()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", endpoint)
 	ln, err := net.Listen("tcp", addr)

@@ -257,6 +257,21 @@ func bytesAttack(t *testing.T, addrs ...string) *bytesRun {
 	return run
 }
 
+// TestBytesBudgetFromTheOperatorsLimit is TestBytesOneCallerHoldsLargeCalls
+// with the collector running often from the start (GOGC=10), as a loaded
+// machine makes it: the memory budget is an eighth of GOMEMLIMIT, not of
+// the lower limit the collector's tuner sets after a collection. Read
+// from a tuned limit (the tuner started before the endpoint took its
+// budget), it held one 3 MiB call, refused the other 255 with 503 and the
+// other caller's echo too.
+func TestBytesBudgetFromTheOperatorsLimit(t *testing.T) {
+	t.Setenv("GOGC", "10")
+	run := bytesAttack(t, "127.0.0.1")
+	require.NoError(t, run.echoErr, "another caller is not served")
+	assert.Positive(t, run.out.refused429.Load(), "the caller's byte quota refuses before the process's budget")
+	assert.Greater(t, run.out.held.Load(), int64(1), "the budget holds more than one call")
+}
+
 // TestBytesOneCallerHoldsLargeCalls is the acceptance of the byte budget
 // (issue 56, N2): under GOMEMLIMIT=256MiB one caller sends 256 calls of
 // confirm_action with a 3 MiB action each and leaves their elicitations

@@ -90,10 +90,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// Collect less often while the live heap is small (it is, serving
-	// requests: a few MiB); see package gcheadroom.
-	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
-
 	return serve(ctx, cfg, logger, logOut, audit, stop)
 }
 
@@ -131,6 +127,14 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 		return err
 	}
 	f.svc = svc
+	// Collect less often while the live heap is small (it is, serving
+	// requests: a few MiB); see package gcheadroom. Started once the
+	// endpoint has taken its memory budget's default from the operator's
+	// memory limit (GOMEMLIMIT): the tuner lowers the limit after each
+	// collection, and a budget read from a tuned limit was an eighth of
+	// that, too small for one large request (TestBytesOneCallerHoldsLargeCalls,
+	// under load: 255 of 256 calls refused 503).
+	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
 	closeGateway, err := f.mountUpstreams(ctx, registry, logger)
 	if err != nil {
 		return err
