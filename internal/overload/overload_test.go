@@ -368,6 +368,14 @@ func TestFewQueuedDelaysFallBack(t *testing.T) {
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the saturated scheduler decides")
 }
 
+// idleAndBusy starts f's CPU clock and returns the CPU time of an
+// interval just under MinBusy of the processors, and of one just over.
+func (f *fake) idleAndBusy() (idle, busy time.Duration) {
+	f.cpu.Store(0)
+	procs := float64(runtime.GOMAXPROCS(0))
+	return time.Duration(0.9 * MinBusy * procs * float64(DefaultInterval)), time.Duration(1.1 * MinBusy * procs * float64(DefaultInterval))
+}
+
 // A process that used less than MinBusy of its processors in an interval
 // is not what keeps its requests waiting: it sheds nothing, however long
 // they wait.
@@ -375,10 +383,7 @@ func TestIdleProcessShedsNothing(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	f.queued.Store(int64(10 * target))
-	f.cpu.Store(0)
-	procs := float64(runtime.GOMAXPROCS(0))
-	idle := time.Duration(0.9 * MinBusy * procs * float64(DefaultInterval))
-	busy := time.Duration(1.1 * MinBusy * procs * float64(DefaultInterval))
+	idle, busy := f.idleAndBusy()
 	for range Window + 1 {
 		f.cpu.Add(int64(idle))
 		f.spread(l, SamplesPerInterval)
@@ -398,10 +403,7 @@ func TestCalmProcessMeasuresNoQueue(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	f.queued.Store(int64(10 * target))
-	f.cpu.Store(0)
-	procs := float64(runtime.GOMAXPROCS(0))
-	idle := time.Duration(0.9 * MinBusy * procs * float64(DefaultInterval))
-	busy := time.Duration(1.1 * MinBusy * procs * float64(DefaultInterval))
+	idle, busy := f.idleAndBusy()
 	f.cpu.Add(int64(idle))
 	f.spread(l, SamplesPerInterval) // the first interval: measured, found calm
 	measured := f.measured.Load()
