@@ -189,7 +189,7 @@ func TestGatewayUpstreamBytes(t *testing.T) {
 
 	t.Logf("vigil's peak RSS (VmHWM): %.0f MiB", float64(peak)/(1<<20))
 	assert.Less(t, peak, int64(upstreamRSSBudget), "peak RSS over %d MiB", upstreamRSSBudget>>20)
-	assert.Contains(t, svc.logs.String(), "the gateway's bound on an upstream's catalog (Upstream.MaxCatalogBytes; vigil -upstream-max-catalog)")
+	assert.True(t, svc.logs.waitFor("the gateway's bound on an upstream's catalog (Upstream.MaxCatalogBytes; vigil -upstream-max-catalog)", 10*time.Second), "logged:\n%s", svc.logs.String())
 	resp, err := hc.Get(svc.base + "/readyz")
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()

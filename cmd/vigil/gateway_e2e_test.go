@@ -81,7 +81,7 @@ func TestGatewayStdioUpstream(t *testing.T) {
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
-	assert.Contains(t, svc.logs.String(), `msg="upstream stderr" upstream=e`)
+	assert.True(t, svc.logs.waitFor(`msg="upstream stderr" upstream=e`, 10*time.Second), "logged:\n%s", svc.logs.String())
 }
 
 func TestParseUpstreams(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,7 +65,7 @@ func TestGatewayInstructionsBytes(t *testing.T) {
 	require.Nil(t, discover.Error)
 	t.Logf("server/discover answered with a result of %d bytes", len(discover.Result))
 	assert.Less(t, len(discover.Result), instructionsBound+4096, "server/discover within the bound")
-	assert.Contains(t, svc.logs.String(), "the upstream's instructions cut to the gateway's bound")
+	assert.True(t, svc.logs.waitFor("the upstream's instructions cut to the gateway's bound", 10*time.Second), "logged:\n%s", svc.logs.String())
 
 	// Initializes whose answers no one reads: each answer is written (or
 	// blocked writing) once its headers are in.

@@ -67,6 +67,6 @@ func TestGatewayProcessShare(t *testing.T) {
 	require.Nil(t, rpcErr, "the other address's first call")
 	assert.Less(t, took, time.Second)
 	t.Logf("the other address's first call was served in %v", took)
-	assert.Contains(t, svc.logs.String(), "upstream: a session's process ended for another caller's", "logged")
+	assert.True(t, svc.logs.waitFor("upstream: a session's process ended for another caller's", 10*time.Second), "logged:\n%s", svc.logs.String())
 	assert.Contains(t, svc.logs.String(), "share="+strconv.Itoa(2))
 }

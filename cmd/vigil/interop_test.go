@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -104,6 +105,7 @@ type urlWatcher struct {
 	buf   bytes.Buffer
 	found chan string
 	sent  bool
+	grew  chan struct{} // closed by the next Write; nil: no one waits (waitFor)
 }
 
 var servingLine = regexp.MustCompile(`msg="serving MCP" url=(\S+)\n`)
@@ -112,6 +114,10 @@ func (w *urlWatcher) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
+	if w.grew != nil {
+		close(w.grew)
+		w.grew = nil
+	}
 	if !w.sent {
 		if m := servingLine.FindSubmatch(w.buf.Bytes()); m != nil {
 			w.sent = true
@@ -119,6 +125,30 @@ func (w *urlWatcher) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// waitFor reports whether the output holds s, waiting up to d for the
+// writes that bring it: vigil's log lines reach stderr within the log
+// writer's flush interval, not as they are logged.
+func (w *urlWatcher) waitFor(s string, d time.Duration) bool {
+	timeout := time.After(d)
+	for {
+		w.mu.Lock()
+		if strings.Contains(w.buf.String(), s) {
+			w.mu.Unlock()
+			return true
+		}
+		if w.grew == nil {
+			w.grew = make(chan struct{})
+		}
+		grew := w.grew
+		w.mu.Unlock()
+		select {
+		case <-grew:
+		case <-timeout:
+			return false
+		}
+	}
 }
 
 func (w *urlWatcher) String() string {

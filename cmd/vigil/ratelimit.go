@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/middleware"
@@ -46,28 +45,10 @@ func (g *rateFlags) resolve(cfg *config, _ flagSource) error {
 	if !(cfg.rateLimit >= 0 && cfg.rateLimit <= flagvalue.MaxRate) || cfg.rateBurst < 0 {
 		return fmt.Errorf("-rate-limit must be from 0 to %g, and -rate-burst not negative", float64(flagvalue.MaxRate))
 	}
-	return checkHiddenRates(*cfg)
-}
-
-// checkHiddenRates refuses, with -auth-hide-tools, a -tool-rate-limits
-// entry for a tool that needs scopes: the limit runs before the tool
-// access check, so a caller that may not call the tool would learn that
-// it exists once its own bucket ran out.
-func checkHiddenRates(cfg config) error {
-	if !cfg.authHideTools {
-		return nil
+	if cfg.authHideTools {
+		return flagvalue.HiddenRates(cfg.toolRateLimits, cfg.authToolScopes)
 	}
-	var both []string
-	for tool := range cfg.toolRateLimits {
-		if len(cfg.authToolScopes[tool]) > 0 {
-			both = append(both, tool)
-		}
-	}
-	if len(both) == 0 {
-		return nil
-	}
-	slices.Sort(both)
-	return fmt.Errorf("-auth-hide-tools: -tool-rate-limits on %q, which need -auth-tool-scopes, would tell a caller that may not call them that they exist (its own bucket runs out): drop one", both)
+	return nil
 }
 
 // checkToolRates returns an error naming the tools of rates that are not

@@ -64,3 +64,13 @@ func TestToolRates(t *testing.T) {
 	_, err = flagvalue.ToolRates("-f", "a=2e9")
 	require.ErrorContains(t, err, `-f: "a=2e9": the rate must be a number above 0 and at most 1e+09`)
 }
+
+// TestHiddenRates: a rate limit on a tool that needs scopes is refused,
+// naming every such tool, sorted; limits on tools that need none pass.
+func TestHiddenRates(t *testing.T) {
+	t.Parallel()
+	scopes := map[string][]string{"sleep": {"s"}, "echo": {"e"}}
+	require.NoError(t, flagvalue.HiddenRates(map[string]flagvalue.ToolRate{"countdown": {Rate: 2}}, scopes))
+	err := flagvalue.HiddenRates(map[string]flagvalue.ToolRate{"sleep": {Rate: 1}, "echo": {Rate: 5}, "countdown": {Rate: 2}}, scopes)
+	require.ErrorContains(t, err, `-tool-rate-limits on ["echo" "sleep"], which need -auth-tool-scopes`)
+}

@@ -2,6 +2,7 @@ package flagvalue
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -81,4 +82,23 @@ func ToolRates(flag, s string) (map[string]ToolRate, error) {
 		m[tool] = tr
 	}
 	return m, nil
+}
+
+// HiddenRates refuses, for a server that hides the tools a caller may
+// not call (vigil -auth-hide-tools), a rate limit on a tool that needs
+// scopes (toolScopes): the limit runs before the tool access check, so a
+// caller that may not call the tool would learn that it exists once its
+// own bucket ran out.
+func HiddenRates(rates map[string]ToolRate, toolScopes map[string][]string) error {
+	var both []string
+	for tool := range rates {
+		if len(toolScopes[tool]) > 0 {
+			both = append(both, tool)
+		}
+	}
+	if len(both) == 0 {
+		return nil
+	}
+	slices.Sort(both)
+	return fmt.Errorf("-auth-hide-tools: -tool-rate-limits on %q, which need -auth-tool-scopes, would tell a caller that may not call them that they exist (its own bucket runs out): drop one", both)
 }
