@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/loadgen"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // A gateway at a fixed rate (make bench-gateway, issue 81): what a call
@@ -284,11 +285,11 @@ type echoArgs struct{ arguments, want string }
 func probeEcho(ctx context.Context, url string, a echoArgs) error {
 	client := loadgen.NewClient()
 	defer client.CloseIdleConnections()
-	sid, err := loadgen.OpenSession(client, url, "2025-06-18")
+	sid, err := loadgen.OpenSession(client, url, protocol.Version20250618)
 	if err != nil {
 		return err
 	}
-	req := loadgen.SessionPost(url, sid, "2025-06-18", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":`+a.arguments+`}}`))
+	req := loadgen.SessionPost(url, sid, protocol.Version20250618, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":`+a.arguments+`}}`))
 	var buf bytes.Buffer
 	return loadgen.Do(client, req.WithContext(ctx), &buf, []byte(a.want))
 }
