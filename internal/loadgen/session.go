@@ -29,7 +29,7 @@ func OpenSession(client *http.Client, url, protocolVersion string) (string, erro
 		return "", err
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("notifications/initialized: %s", resp.Status)
 	}
 	return sid, nil
