@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -182,11 +183,11 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 	}
 	fmt.Printf("\nresident     after %s of quiet: VmRSS (anonymous + file), and the peak (VmHWM)\n", cfg.rateRest)
 	for _, p := range procs {
-		m, ok := residentOf(p.cmd.Process.Pid)
+		m, ok := benchservice.ResidentOf(p.cmd.Process.Pid)
 		if !ok {
 			continue
 		}
-		fmt.Printf("%14s  %5.1f MiB (%5.1f + %5.1f), peak %5.1f MiB\n", p.name, mib(m.rss), mib(m.anon), mib(m.file), mib(m.peak))
+		fmt.Printf("%14s  %s (%s + %s), peak %s\n", p.name, benchservice.MiB(m.RSS), benchservice.MiB(m.Anon), benchservice.MiB(m.File), benchservice.MiB(m.Peak))
 	}
 	return nil
 }
@@ -293,40 +294,3 @@ func probeEcho(ctx context.Context, url string, a echoArgs) error {
 	var buf bytes.Buffer
 	return loadgen.Do(client, req.WithContext(ctx), &buf, []byte(a.want))
 }
-
-// resident is a process's memory, from /proc/<pid>/status.
-type resident struct {
-	rss, anon, file, peak int64 // bytes
-}
-
-// residentOf reads pid's VmRSS, RssAnon, RssFile and VmHWM.
-func residentOf(pid int) (resident, bool) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return resident{}, false
-	}
-	var r resident
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "VmRSS":
-			r.rss = kb << 10
-		case "RssAnon":
-			r.anon = kb << 10
-		case "RssFile":
-			r.file = kb << 10
-		case "VmHWM":
-			r.peak = kb << 10
-		}
-	}
-	return r, r.rss > 0
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }

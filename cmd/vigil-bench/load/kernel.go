@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,28 +38,6 @@ func (k kernelCounts) perCall(n int64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(float64(n)/float64(k.calls), 'f', 1, 64)
-}
-
-// switchesOf returns the context switches of pid's threads so far.
-func switchesOf(pid int) int64 {
-	dirs, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-	var n int64
-	for _, d := range dirs {
-		raw, err := os.ReadFile(d)
-		if err != nil {
-			continue // the thread has gone
-		}
-		for line := range strings.SplitSeq(string(raw), "\n") {
-			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-				x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += x
-			} else if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
-				x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				n += x
-			}
-		}
-	}
-	return n
 }
 
 // countSyscalls starts counting pid's system calls with perf stat and

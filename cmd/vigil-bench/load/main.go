@@ -325,7 +325,7 @@ func throughput(w io.Writer, cfg config) error {
 				var switches0 int64
 				if cfg.kernelCounts {
 					stopSyscalls = countSyscalls(t.pid)
-					switches0 = switchesOf(t.pid)
+					switches0 = benchservice.SwitchesOf(t.pid)
 				}
 				cpu0, ok0 := loadgen.CPUOf(t.pid)
 				load0, _ := loadgen.CPUOf(os.Getpid())
@@ -340,7 +340,7 @@ func throughput(w io.Writer, cfg config) error {
 					page.add(stopPage())
 				}
 				if stopSyscalls != nil {
-					t.kernel.add(switchesOf(t.pid)-switches0, stopSyscalls(), int64(len(lat)))
+					t.kernel.add(benchservice.SwitchesOf(t.pid)-switches0, stopSyscalls(), int64(len(lat)))
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", t.name, err)

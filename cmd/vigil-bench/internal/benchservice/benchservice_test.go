@@ -257,3 +257,22 @@ func TestPairedRatios(t *testing.T) {
 	slow, fast := []float64{1000, 500, 2000}, []float64{900, 450, 1800}
 	assert.InDelta(t, 0.9, benchservice.Median(benchservice.PairedRatios(slow, fast)), 1e-9)
 }
+
+// TestResidentOfThisProcess: this process's memory reads whole, its
+// resident set at least what it allocated and the files it maps, and its
+// threads have been switched; a process that is gone reads nothing.
+func TestResidentOfThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	r, ok := benchservice.ResidentOf(os.Getpid())
+	require.True(t, ok)
+	assert.Positive(t, r.Anon)
+	assert.Positive(t, r.File)
+	assert.GreaterOrEqual(t, r.RSS, r.Anon+r.File)
+	assert.GreaterOrEqual(t, r.Peak, r.RSS)
+	assert.Positive(t, benchservice.SwitchesOf(os.Getpid()))
+	_, ok = benchservice.ResidentOf(1 << 30)
+	assert.False(t, ok)
+	assert.Zero(t, benchservice.SwitchesOf(1<<30))
+}

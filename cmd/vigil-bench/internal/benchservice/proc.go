@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,49 @@ func PeakRSSOf(pid int) (int64, bool) {
 		return 0, false
 	}
 	return statusBytes(raw, "VmHWM:")
+}
+
+// Resident is a process's memory, in bytes, from /proc/<pid>/status: its
+// resident set (VmRSS), what of it the process allocated (RssAnon) and
+// the pages of files it maps, its executable's among them (RssFile), and
+// the peak resident set (VmHWM).
+type Resident struct{ RSS, Anon, File, Peak int64 }
+
+// ResidentOf returns pid's Resident; false outside Linux or if the
+// process is gone.
+func ResidentOf(pid int) (Resident, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return Resident{}, false
+	}
+	var r Resident
+	var ok [4]bool
+	r.RSS, ok[0] = statusBytes(raw, "VmRSS:")
+	r.Anon, ok[1] = statusBytes(raw, "RssAnon:")
+	r.File, ok[2] = statusBytes(raw, "RssFile:")
+	r.Peak, ok[3] = statusBytes(raw, "VmHWM:")
+	return r, ok == [4]bool{true, true, true, true}
+}
+
+// SwitchesOf returns the context switches of pid's threads so far,
+// voluntary and not, from /proc/<pid>/task/*/status (a thread that has
+// gone no longer counts).
+func SwitchesOf(pid int) int64 {
+	dirs, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/status")
+	var n int64
+	for _, d := range dirs {
+		raw, err := os.ReadFile(d)
+		if err != nil {
+			continue // the thread has gone
+		}
+		for _, prefix := range []string{"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"} {
+			if f, ok := lineFields(raw, prefix); ok && len(f) == 1 {
+				x, _ := strconv.ParseInt(f[0], 10, 64)
+				n += x
+			}
+		}
+	}
+	return n
 }
 
 // ResetPeakRSS sets the peak resident set size of process pid (VmHWM) to
