@@ -39,9 +39,17 @@ type outcomeBatches struct {
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
 	taken []*Request
 
-	epoch   time.Time    // lastEnd counts from it, on the monotonic clock
-	lastEnd atomic.Int64 // the end of the last request pushed, in ns since epoch
+	epoch    time.Time    // lastPush counts from it, on the monotonic clock
+	lastPush atomic.Int64 // when the last request was pushed, in ns since epoch
 }
+
+// sparse is the least time between two requests from which the second,
+// finding no batch waiting, is recorded at once rather than batched: at
+// under two requests per delay a batch holds one request, and its timer
+// and goroutine cost a wake-up per request that a busy server pays once
+// for a whole batch (issue 81: at 50 calls a second, a batched outcome
+// was an extra goroutine, timer and context switch per call).
+func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
 
 // heavyOutcome is the length of a request's params and result together
 // from which its outcome runs at once, with those waiting before it,
@@ -66,16 +74,11 @@ func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger, end f
 	return q
 }
 
-// push hands req, sealed with out, to the batches. A request that ended
-// half a delay or more after the last one, finding no batch waiting, is
-// recorded at once: at under two requests per delay a batch holds one
-// request, and its timer and goroutine cost a wake-up per request that a
-// busy server pays once for a whole batch (issue 81: at 50 calls a
-// second, a batched outcome was an extra goroutine, timer and context
-// switch per call).
+// push hands req, sealed with out, to the batches; when requests are
+// sparse (see sparse) and none waits, it records req's outcome at once.
 func (q *outcomeBatches) push(req *Request, out Outcome) {
-	ended := int64(out.Ended.Sub(q.epoch))
-	if ended-q.lastEnd.Swap(ended) >= int64(q.delay/2) && q.top.Load() == nil {
+	now := int64(time.Since(q.epoch))
+	if now-q.lastPush.Swap(now) >= int64(q.sparse()) && q.top.Load() == nil {
 		q.runOne(req, out)
 		return
 	}
