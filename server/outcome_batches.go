@@ -38,18 +38,7 @@ type outcomeBatches struct {
 
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
 	taken []*Request
-
-	epoch    time.Time    // lastPush counts from it, on the monotonic clock
-	lastPush atomic.Int64 // when the last request was pushed, in ns since epoch
 }
-
-// sparse is the least time between two requests from which the second,
-// finding no batch waiting, is recorded at once rather than batched: at
-// under two requests per delay a batch holds one request, and its timer
-// and goroutine cost a wake-up per request that a busy server pays once
-// for a whole batch (issue 81: at 50 calls a second, a batched outcome
-// was an extra goroutine, timer and context switch per call).
-func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
 
 // heavyOutcome is the length of a request's params and result together
 // from which its outcome runs at once, with those waiting before it,
@@ -68,20 +57,14 @@ func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger, end f
 	if size <= 1 {
 		return nil
 	}
-	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, end: end, stopped: new(Request), epoch: time.Now()}
+	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, end: end, stopped: new(Request)}
 	q.timer = time.AfterFunc(time.Hour, q.run)
 	q.timer.Stop()
 	return q
 }
 
-// push hands req, sealed with out, to the batches; when requests are
-// sparse (see sparse) and none waits, it records req's outcome at once.
+// push hands req, sealed with out, to the batches.
 func (q *outcomeBatches) push(req *Request, out Outcome) {
-	now := int64(time.Since(q.epoch))
-	if now-q.lastPush.Swap(now) >= int64(q.sparse()) && q.top.Load() == nil {
-		q.runOne(req, out)
-		return
-	}
 	var depth int32
 	for {
 		next := q.top.Load()

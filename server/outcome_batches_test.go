@@ -158,31 +158,6 @@ func TestOutcomeBatchesRunAfterTheDelay(t *testing.T) {
 	})
 }
 
-// TestOutcomeBatchesRecordSparseRequestsAtOnce checks that a request that
-// comes half a delay or more after the previous one, with no batch
-// waiting, is recorded at once (a batch would hold it alone, for a timer
-// and a goroutine of its own), and that requests close together still
-// wait for their batch.
-func TestOutcomeBatchesRecordSparseRequestsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := newOutcomeProbe()
-		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
-		server.FlushOutcomes(h.srv) // initialize's
-		time.Sleep(10 * time.Millisecond)
-		p.call(h, 2)
-		assert.Equal(t, []int64{2}, p.ran(), "half a delay after the last request: at once")
-		time.Sleep(9 * time.Millisecond)
-		p.call(h, 3)
-		assert.Empty(t, p.ran(), "under half a delay after the last: batched")
-		time.Sleep(10 * time.Millisecond)
-		p.call(h, 4)
-		assert.Empty(t, p.ran(), "a batch waits: this one joins it, in seal order")
-		time.Sleep(20 * time.Millisecond)
-		synctest.Wait()
-		assert.Equal(t, []int64{3, 4}, p.ran())
-	})
-}
-
 // TestOutcomeBatchesLogAPanicAndGoOn checks that a panic in a batched
 // AfterDone function is logged as an error and the rest of the batch runs.
 func TestOutcomeBatchesLogAPanicAndGoOn(t *testing.T) {
