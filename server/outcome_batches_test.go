@@ -151,10 +151,45 @@ func TestOutcomeBatchesRunAfterTheDelay(t *testing.T) {
 		got := <-p.after
 		assert.Equal(t, int64(2), got.id)
 		assert.Equal(t, sealed, got.ended, "the request's end, not the batch's")
-		p.call(h, 3) // a new batch arms the timer again
-		time.Sleep(20 * time.Millisecond)
+		p.call(h, 3) // 20 ms after the last: sparse, recorded at once (see the next test)
 		synctest.Wait()
 		assert.Equal(t, []int64{3}, p.ran())
+		p.call(h, 4) // at once after it: a new batch arms the timer again
+		synctest.Wait()
+		assert.Empty(t, p.ran())
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{4}, p.ran())
+	})
+}
+
+// TestOutcomeBatchesRecordASparseRequestAtOnce checks that a request that
+// comes half a delay or more after the last one, with no batch waiting, is
+// recorded without waiting for the delay, and that the requests after it,
+// closer together, are batched again.
+func TestOutcomeBatchesRecordASparseRequestAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
+		p.call(h, 2) // just after initialize: batched
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "a request close to the last waits for its batch")
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{2}, p.ran())
+
+		time.Sleep(10 * time.Millisecond) // 30 ms after the last
+		p.call(h, 3)
+		synctest.Wait() // no time passes
+		assert.Equal(t, []int64{3}, p.ran(), "sparse: recorded at once")
+
+		time.Sleep(9 * time.Millisecond) // under half the delay
+		p.call(h, 5)
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "closer than half the delay: batched")
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{5}, p.ran())
 	})
 }
 

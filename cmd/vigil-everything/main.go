@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
@@ -152,6 +153,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The shipped vigil's collector: a small heap under load collected
 	// less often, the garbage of a burst returned at rest.
 	defer gcheadroom.Start(uint64(*gcHeadroom) << 20).Stop()
+	defer maxprocs.Start(logger).Stop() // one P under a core of load, as the shipped vigil
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), conn) }()
@@ -244,6 +246,7 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg
 	// budget from the operator's memory limit, which the tuner lowers
 	// after each collection (see cmd/vigil's serve).
 	defer gcheadroom.Start(cfg.gcHeadroom).Stop()
+	defer maxprocs.Start(logger).Stop() // one P under a core of load, as the shipped vigil
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", endpoint)
 	ln, err := net.Listen("tcp", addr)

@@ -28,6 +28,7 @@ import (
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
@@ -135,6 +136,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	// that, too small for one large request (TestBytesOneCallerHoldsLargeCalls,
 	// under load: 255 of 256 calls refused 503).
 	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
+	// Run on one P while the load is under a core; see package maxprocs.
+	defer maxprocs.Start(logger).Stop()
 	closeGateway, err := f.mountUpstreams(ctx, registry, logger)
 	if err != nil {
 		return err

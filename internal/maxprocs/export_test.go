@@ -1,0 +1,16 @@
+package maxprocs
+
+import (
+	"log/slog"
+	"time"
+)
+
+// StartWith is Start with the default Ps most, the clock now and the CPU
+// time cpu read at each of ticks, and set in place of the runtime's
+// setting, whatever GOMAXPROCS says.
+func StartWith(logger *slog.Logger, most int, ticks <-chan time.Time, now func() time.Time, cpu func() time.Duration, set func(int)) *Follower {
+	return start(logger, most, ticks, now, cpu, set)
+}
+
+// SetProcs is what Start sets the runtime's Ps with.
+var SetProcs = setProcs
