@@ -507,17 +507,50 @@ func countLines(path string) (int, int64, bool) {
 	return bytes.Count(raw, []byte("\n")), st.Size(), true
 }
 
-// goBuild builds pkgs, in the module at src ("" for this one), into dir.
-// Each command's version is "dev", as the floor's serverInfo says: the
-// answers of vigil, of the floor and of the parent (-against) then have
-// the same bytes, whatever version the go command would stamp.
+// goBuild builds pkgs, in the module at src ("" for this one), into dir,
+// as deploy/Dockerfile builds the vigil it ships (shippedBuild), so that
+// what is measured is the binary operators run. Each command's version is
+// "dev", as the floor's serverInfo says: the answers of vigil, of the
+// floor and of the parent (-against) then have the same bytes, whatever
+// version the go command would stamp.
 func goBuild(ctx context.Context, goCmd, src, dir string, pkgs ...string) error {
-	args := []string{"build", "-ldflags", "-X main.version=dev", "-o", dir + string(filepath.Separator)}
-	build := exec.CommandContext(ctx, goCmd, append(args, pkgs...)...)
-	build.Dir = src
+	args := append([]string{"build"}, shippedBuild.args("-X main.version=dev")...)
+	build := exec.CommandContext(ctx, goCmd, append(append(args, "-o", dir+string(filepath.Separator)), pkgs...)...)
+	build.Dir, build.Env = src, shippedBuild.env()
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build in %q: %w", src, err)
 	}
 	return nil
+}
+
+// buildFlags are the flags of a go build.
+type buildFlags struct {
+	cgo     bool
+	tags    string
+	ldflags string
+}
+
+// shippedBuild is deploy/Dockerfile's go build of cmd/vigil
+// (TestBenchBuildsAsTheDockerfile): static (no cgo, no libc mapped), paths
+// trimmed, no symbol table or DWARF, and gRPC without its x/net/trace
+// event log, which Vigil never enables, and whose html/template would keep
+// every exported method of every linked type in the binary.
+var shippedBuild = buildFlags{tags: "grpcnotrace", ldflags: "-s -w"}
+
+// args returns the build's flags, with more linker flags appended.
+func (b buildFlags) args(ldflags ...string) []string {
+	args := []string{"-trimpath", "-ldflags", strings.Join(append([]string{b.ldflags}, ldflags...), " ")}
+	if b.tags != "" {
+		args = append(args, "-tags", b.tags)
+	}
+	return args
+}
+
+// env returns the build's environment.
+func (b buildFlags) env() []string {
+	if b.cgo {
+		return append(os.Environ(), "CGO_ENABLED=1")
+	}
+	return append(os.Environ(), "CGO_ENABLED=0")
 }

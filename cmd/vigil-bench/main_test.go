@@ -159,3 +159,23 @@ func TestEventReaderAndJSONMember(t *testing.T) {
 	assert.Empty(t, jsonMember([]byte(`{"id":"x"}`), "n"))
 	assert.Empty(t, jsonMember([]byte(`[1]`), "id"))
 }
+
+// TestBenchBuildsAsTheDockerfile checks that the benchmarks build what
+// deploy/Dockerfile ships: its go build has each of shippedBuild's flags.
+func TestBenchBuildsAsTheDockerfile(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/Dockerfile")
+	require.NoError(t, err)
+	var build string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "go build ") {
+			build = line
+		}
+	}
+	require.NotEmpty(t, build, "deploy/Dockerfile has a go build line")
+	assert.Contains(t, build, "CGO_ENABLED=0 ")
+	assert.False(t, shippedBuild.cgo, "the Dockerfile builds without cgo")
+	for _, arg := range shippedBuild.args() {
+		assert.Contains(t, build, strings.Trim(arg, `"`), "deploy/Dockerfile's go build has %s", arg)
+	}
+	assert.Contains(t, build, `-ldflags "`+shippedBuild.ldflags+" ")
+}

@@ -61,8 +61,11 @@ func runRates(ctx context.Context, cfg config, dir string) (err error) {
 	peer := ""
 	if cfg.tbxark != "" {
 		peer = filepath.Join(dir, "mcp-proxy")
-		build := exec.CommandContext(ctx, cfg.goCmd, "build", "-o", peer, ".")
-		build.Dir, build.Stderr = cfg.tbxark, os.Stderr
+		// Built as vigil is (static, trimmed, stripped), without vigil's
+		// tag, which it does not need: what its release would ship.
+		peerBuild := buildFlags{ldflags: shippedBuild.ldflags}
+		build := exec.CommandContext(ctx, cfg.goCmd, append(append([]string{"build"}, peerBuild.args()...), "-o", peer, ".")...)
+		build.Dir, build.Env, build.Stderr = cfg.tbxark, peerBuild.env(), os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building TBXark/mcp-proxy in %s: %w", cfg.tbxark, err)
 		}
@@ -73,6 +76,7 @@ func runRates(ctx context.Context, cfg config, dir string) (err error) {
 	}
 	fmt.Printf("vigil-bench  %s, gateways at fixed rates\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("load         2025-06-18 sessions, tools/call echo, %d clients on %d sessions, spaced evenly at each rate\n", cfg.rateClients, cfg.rateSessions)
+	fmt.Printf("build        as deploy/Dockerfile ships vigil: CGO_ENABLED=0 go build %s (the peer without the tag)\n", strings.Join(shippedBuild.args(), " "))
 	fmt.Printf("rest         resident memory after the load and %s of quiet (VmRSS: anonymous + the executable's file pages)\n", cfg.rateRest)
 	if peer == "" {
 		fmt.Printf("peer         TBXark/mcp-proxy not measured: give -tbxark a git checkout of it (make bench-gateway TBXARK_SRC=dir; the module proxy refuses the module)\n")

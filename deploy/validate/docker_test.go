@@ -95,7 +95,7 @@ func TestDockerfile(t *testing.T) {
 	assert.True(t, final == "scratch" || strings.HasPrefix(final, "gcr.io/distroless/static"), "final base %s", final)
 
 	build := goBuildCommand(t, ins)
-	for _, want := range []string{"CGO_ENABLED=0 ", " -trimpath ", `-ldflags "-s -w -X main.version=${VERSION}"`, " ./cmd/vigil"} {
+	for _, want := range []string{"CGO_ENABLED=0 ", " -trimpath ", " -tags grpcnotrace ", `-ldflags "-s -w -X main.version=${VERSION}"`, " ./cmd/vigil"} {
 		assert.Contains(t, build, want)
 	}
 
