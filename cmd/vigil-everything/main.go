@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
-	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/internal/loopback"
+	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"

@@ -20,10 +20,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestNext(t *testing.T) {
 	tests := []struct {
-		name   string
-		procs  int
-		busy   float64
-		want   int
+		name  string
+		procs int
+		busy  float64
+		want  int
 	}{
 		{"default, quiet: one P", 4, 0.1, 1},
 		{"default, just under Down: one P", 4, maxprocs.Down - 0.01, 1},
