@@ -88,14 +88,16 @@ const defaultOutcomeDelay = 20 * time.Millisecond
 // span, its metrics and its log line) in batches of size requests, on a
 // goroutine of the server's, rather than on each request's way out: a
 // batch runs once it holds size requests, or delay after its first was
-// sealed (delay <= 0: [defaultOutcomeDelay]). The same code then runs for
-// a batch of requests in a row, which on a busy server costs less than
-// once per request, and a request's goroutine returns to its connection
-// sooner. What is recorded lags the requests by up to delay, except where
-// it is read: the instrumentation's metrics collector and the live page
-// run the waiting batches before they are read, and [Server.Shutdown] and
-// [Server.Close] before they return. size <= 1, or no option, records each
-// outcome at once, on the goroutine that sealed the request.
+// sealed (delay <= 0: [defaultOutcomeDelay]), or, once half a delay old
+// or begun by a request half a delay after the last, at the next request
+// or at once: with requests that far apart, no timer wakes the process.
+// The same code then runs for a batch of requests in a row, which on a
+// busy server costs less than once per request. What is recorded lags
+// the requests by up to delay, except where it is read: the
+// instrumentation's metrics collector and the live page run the waiting
+// batches first, and [Server.Shutdown] and [Server.Close] before they
+// return. size <= 1, or no option, records each outcome at once, on the
+// goroutine that sealed the request.
 func WithOutcomeBatches(size int, delay time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if delay <= 0 {

@@ -39,19 +39,22 @@ type outcomeBatches struct {
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
 	taken []*Request
 
-	epoch    time.Time    // lastPush counts from it, on the monotonic clock
-	lastPush atomic.Int64 // when the last request was pushed, in ns since epoch
+	epoch      time.Time    // lastPush and batchStart count from it, on the monotonic clock
+	lastPush   atomic.Int64 // when the last request was pushed, in ns since epoch
+	batchStart atomic.Int64 // when the first request waiting was pushed, in ns since epoch
 }
 
-// sparse is the least time between two requests from which the second,
-// the first of its batch, runs at once, on a goroutine of its own, rather
-// than when the delay has passed: at under two requests per delay a batch
-// holds one request, and its timer is a wake-up of the process per request
-// that a busy server pays once for a whole batch (issue 81: at 50 calls a
-// second, 0.6 timer wake-ups a call). The goroutine runs when the request's
-// goroutine is done or waits, in the wake-up that served the request. It is
-// not the request's goroutine: recording an outcome (a span's end, a log
-// line) does not fit its starting stack (TestRequestFitsTheStartingStack).
+// sparse is half the delay, the time after which a request no longer
+// waits for a timer to be recorded (issue 81: at moderate rates the timer
+// was one more wake-up of the process a batch, 0.6 a call at 50 calls a
+// second): a request that comes sparse or more after the last, the first
+// of its batch, runs at once; a batch that has waited sparse or more runs
+// when the next request is pushed. Either runs on a goroutine of its own,
+// which runs when the pushing request's goroutine is done or waits, in the
+// wake-up that served the request; not on the request's goroutine, whose
+// starting stack a span's end and a log line do not fit
+// (TestRequestFitsTheStartingStack). The timer remains for the last
+// requests before a pause.
 func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
 
 // heavyOutcome is the length of a request's params and result together
@@ -104,8 +107,13 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 		go q.runFull()
 	case depth == 1 && sparse:
 		go q.run()
-	case depth == 1 && !q.armed.Load() && q.armed.CompareAndSwap(false, true):
-		q.timer.Reset(q.delay)
+	case depth == 1:
+		q.batchStart.Store(now)
+		if !q.armed.Load() && q.armed.CompareAndSwap(false, true) {
+			q.timer.Reset(q.delay)
+		}
+	case now-q.batchStart.Load() >= int64(q.sparse()) && !q.running.Load() && q.running.CompareAndSwap(false, true):
+		go q.runFull()
 	}
 }
 
@@ -117,7 +125,9 @@ func (q *outcomeBatches) run() {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.armed.Store(false) // a request pushed from now on arms the timer again
+	if q.armed.Swap(false) { // a request pushed from now on arms the timer again
+		q.timer.Stop() // this batch does not need it: no wake-up for nothing
+	}
 	var top *Request
 	for {
 		top = q.top.Load()

@@ -277,3 +277,23 @@ func TestOutcomeBatchesRunAHeavyRequestAtOnce(t *testing.T) {
 		assert.Equal(t, []int64{4}, p.ran())
 	})
 }
+
+// TestOutcomeBatchesRunAnOldBatchAtTheNextPush checks that a batch that
+// has waited half the delay runs when the next request is sealed, at once,
+// rather than when the timer fires: a steady moderate rate then wakes the
+// process for no timer.
+func TestOutcomeBatchesRunAnOldBatchAtTheNextPush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
+		p.call(h, 2) // just after initialize: batched
+		time.Sleep(5 * time.Millisecond)
+		p.call(h, 3)
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "a batch 5 ms old waits")
+		time.Sleep(5 * time.Millisecond)
+		p.call(h, 4) // the batch is 10 ms old: it runs now, with this request
+		synctest.Wait()
+		assert.Equal(t, []int64{2, 3, 4}, p.ran(), "half the delay old: run at the next push")
+	})
+}
