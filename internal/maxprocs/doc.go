@@ -16,9 +16,11 @@
 // The follower reads the process's CPU time every Interval. On one P,
 // using more than Up of a core in an interval restores the default (the
 // runtime's, which follows the CPU quota of its cgroup); with the default,
-// using less than Down of a core drops to one P again. The gap between the
-// two keeps it from flapping: the same load costs more CPU on several Ps.
-// A burst after rest runs on one P for at most an interval.
+// using less than Down of a core for Quiet intervals in a row drops to one
+// P again. The gap between the two keeps it from flapping (the same load
+// costs more CPU on several Ps), and Quiet keeps the Ps of a load that
+// pauses for a second or two. A burst after rest runs on one P for at
+// most an interval.
 //
 // A GOMAXPROCS set by the operator (the environment variable) is theirs:
 // the follower is then not started. Only a main package should use it,

@@ -22,6 +22,12 @@ const Up = 0.6
 // Up (it costs less CPU there), so the follower does not flap.
 const Down = 0.4
 
+// Quiet is how many intervals in a row a process on the default number of
+// Ps must use less than Down before it drops to one P: a load that pauses
+// for a second or two (rounds of work, a client's think time) keeps its
+// Ps, and only rest costs the interval one P takes to give them back.
+const Quiet = 4
+
 // Next returns the Ps for the next interval of a process on procs Ps, whose
 // default is most, that used busy cores (CPU time over wall time) in the
 // last interval.
@@ -72,7 +78,7 @@ func setProcs(n int) {
 // next interval gets when they change, from most, the default.
 func start(logger *slog.Logger, most int, ticks <-chan time.Time, now func() time.Time, cpu func() time.Duration, set func(int)) *Follower {
 	f := &Follower{stop: make(chan struct{}), done: make(chan struct{})}
-	procs, lastWall, lastCPU := most, now(), cpu()
+	procs, lastWall, lastCPU, quiet := most, now(), cpu(), 0
 	go func() {
 		defer close(f.done)
 		defer func() {
@@ -93,7 +99,14 @@ func start(logger *slog.Logger, most int, ticks <-chan time.Time, now func() tim
 			}
 			busy := float64(used-lastCPU) / float64(elapsed)
 			lastWall, lastCPU = wall, used
-			if next := Next(procs, most, busy); next != procs {
+			next := Next(procs, most, busy)
+			if next < procs {
+				if quiet++; quiet < Quiet {
+					continue
+				}
+			}
+			quiet = 0
+			if next != procs {
 				set(next)
 				logger.Debug("GOMAXPROCS follows the load", "procs", next, "busy_cores", busy)
 				procs = next

@@ -25,7 +25,7 @@ func TestNext(t *testing.T) {
 		busy  float64
 		want  int
 	}{
-		{"default, quiet: one P", 4, 0.1, 1},
+		{"default, quiet: one P (after Quiet intervals)", 4, 0.1, 1},
 		{"default, just under Down: one P", 4, maxprocs.Down - 0.01, 1},
 		{"default, between Down and Up: stays", 4, 0.5, 4},
 		{"default, busy: stays", 4, 3.5, 4},
@@ -77,13 +77,23 @@ func (fl *follower) step(busy float64) int {
 	}
 }
 
+// quiet steps n quiet intervals and returns what the last one set.
+func (fl *follower) quiet(t *testing.T, n int) int {
+	for range n - 1 {
+		require.Equal(t, 0, fl.step(0.05), "quiet for less than Quiet intervals: no change")
+	}
+	return fl.step(0.05)
+}
+
 func TestFollowerFollowsTheLoad(t *testing.T) {
 	fl := newFollower(4)
-	assert.Equal(t, 1, fl.step(0.05), "quiet: one P")
+	assert.Equal(t, 1, fl.quiet(t, maxprocs.Quiet), "quiet for Quiet intervals: one P")
 	assert.Equal(t, 0, fl.step(0.5), "moderate on one P: no change")
-	assert.Equal(t, 4, fl.step(0.9), "busy on one P: the default back")
+	assert.Equal(t, 4, fl.step(0.9), "busy on one P: the default back at once")
 	assert.Equal(t, 0, fl.step(0.5), "moderate on the default: no change (it costs more there)")
-	assert.Equal(t, 1, fl.step(0.2), "quiet again: one P")
+	assert.Equal(t, 0, fl.step(0.2), "one quiet interval: the Ps are kept")
+	assert.Equal(t, 0, fl.step(0.5), "a pause's end")
+	assert.Equal(t, 1, fl.quiet(t, maxprocs.Quiet), "quiet again for Quiet intervals: one P")
 	fl.f.Stop()
 	assert.Equal(t, 4, <-fl.sets, "Stop gives the default back")
 }
@@ -122,9 +132,16 @@ func TestFollowerOnTheRuntime(t *testing.T) {
 		assert.Equal(t, most, runtime.GOMAXPROCS(0), "the default after Stop")
 	}()
 
-	wall.Add(int64(10 * time.Second)) // ten seconds of wall time, a few ms of CPU
-	ticks <- time.Time{}
-	require.Equal(t, 1, <-set)
+quiet:
+	for { // intervals of ten seconds of wall time, a few ms of CPU, until it drops
+		wall.Add(int64(10 * time.Second))
+		select {
+		case ticks <- time.Time{}:
+		case n := <-set:
+			require.Equal(t, 1, n)
+			break quiet
+		}
+	}
 	assert.Equal(t, 1, runtime.GOMAXPROCS(0))
 
 	start := cputime.Process()
