@@ -22,6 +22,10 @@
 // pauses for a second or two. A burst after rest runs on one P for at
 // most an interval.
 //
+// The overload shedder (internal/overload) sheds nothing while the
+// process runs on fewer Ps than it was given: the remedy for a burst that
+// finds it on one is its Ps, which come back within an interval.
+//
 // A GOMAXPROCS set by the operator (the environment variable) is theirs:
 // the follower is then not started. Only a main package should use it,
 // once: it changes a process-wide runtime setting.

@@ -116,6 +116,7 @@ type Config struct {
 // the package documentation). It is safe for concurrent use.
 type Limiter struct {
 	cfg       Config
+	given     int                    // GOMAXPROCS at New
 	threshold atomic.Uint64          // admit when Rand() < threshold; full: admit all
 	due       atomic.Int64           // Now() at which the next update is due
 	measure   atomic.Int64           // Now() at which the next queueing delay is measured
@@ -170,7 +171,7 @@ func New(cfg Config) *Limiter {
 	if cfg.Jitter == nil {
 		cfg.Jitter = rand.Uint32
 	}
-	l := &Limiter{cfg: cfg, share: 1}
+	l := &Limiter{cfg: cfg, share: 1, given: runtime.GOMAXPROCS(0)}
 	l.threshold.Store(full)
 	l.retry.Store(1)
 	now := cfg.Now()
@@ -323,6 +324,13 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 // FullBusy of its peak. The CPU time unknown (negative), every interval
 // is busy.
 func (l *Limiter) busy(used, elapsed time.Duration) bool {
+	if runtime.GOMAXPROCS(0) < l.given {
+		// Ps withheld since New (a follower of the load, such as
+		// cmd/vigil's, ran the quiet process on one): what its requests
+		// wait for is the Ps it gets back within the follower's interval,
+		// not fewer clients.
+		return false
+	}
 	if used < 0 || l.cpu < 0 {
 		return true
 	}

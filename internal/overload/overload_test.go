@@ -612,3 +612,19 @@ func TestHeaviestCallerFirst(t *testing.T) {
 	l = overloaded("heavy", "", "", "", "")
 	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "light")), 100)
 }
+
+// A process whose Ps were withheld since New (a follower of the load ran
+// it on one while quiet) sheds nothing, however long its requests wait:
+// it gets its Ps back within the follower's interval. Not parallel: it
+// sets GOMAXPROCS.
+func TestWithheldProcsShedNothing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	f, l := newFake(t)
+	runtime.GOMAXPROCS(1)
+	for range 3 * Window {
+		assert.Zero(t, f.interval(l, 10*target, 1000), "one P of two: nothing shed")
+	}
+	runtime.GOMAXPROCS(2)
+	overloadFor(f, l)
+	assert.Positive(t, shedOf(l, 1000), "its Ps back, the same delay sheds")
+}
