@@ -102,8 +102,14 @@ const (
 const totalKey = ""
 
 // WithQuotas sets the per-caller quotas (see [Quotas]); without it the
-// defaults apply.
+// defaults apply. A MemoryBudget of 0 is taken from the Go memory limit
+// when WithQuotas is called, not when the endpoint is built: a tuner of
+// the collector that lowers the limit meanwhile (cmd/vigil's) would
+// otherwise leave the budget an eighth of its tuned limit.
 func WithQuotas(q Quotas) Option {
+	if q.MemoryBudget == 0 {
+		q.MemoryBudget = defaultBudget()
+	}
 	return optionFunc(func(c *config) { c.quotas = q })
 }
 
