@@ -18,5 +18,4 @@ func TestProcsFollowTheLoadAtRest(t *testing.T) {
 	waitMetrics(t, http.DefaultClient, svc.base, func(m string) bool {
 		return metricValue(m, "go_sched_gomaxprocs_threads") == 1
 	})
-
 }
