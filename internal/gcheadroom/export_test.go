@@ -11,14 +11,14 @@ import (
 func StartTicking(headroom uint64, step time.Duration) *Tuner {
 	var ticks atomic.Int64
 	origin := time.Now()
-	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) }, nil)
+	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) }, nil, func() {})
 }
 
-// StartClock is Start with the clock now, and the rest watch looking for
-// rest at each of ticks instead of every RestInterval (nil: no rest
-// watch).
-func StartClock(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner {
-	return start(headroom, now, ticks)
+// StartClock is Start with the clock now, the rest watch looking for rest
+// at each of ticks instead of every RestInterval (nil: no rest watch), and
+// pages called where Start releases the executable's pages.
+func StartClock(headroom uint64, now func() time.Time, ticks <-chan time.Time, pages func()) *Tuner {
+	return start(headroom, now, ticks, pages)
 }
 
 // Releases returns how many times t has released the garbage at rest.

@@ -19,7 +19,8 @@ const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap 
 	"so that a small heap under load is not collected many times a second: as much as a quarter second of small allocations takes " +
 	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
 	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), a heap over this holding garbage " +
-	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system (0: GOGC alone)"
+	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system, and after 5 s at rest " +
+	"the executable's pages leave the resident memory until they run again (0: GOGC alone, and neither)"
 
 // The runtime/metrics the tuner reads after each collection: the heap
 // the collection marked live, and the memory the runtime holds, by class.
@@ -43,23 +44,24 @@ const bySize = "/gc/heap/allocs-by-size:bytes"
 // Tuner adjusts GOGC and the memory limit after every collection; see
 // [Start].
 type Tuner struct {
-	headroom uint64
-	base     int   // the GOGC percent to go back to, and the least one set
-	limit    int64 // the memory limit to go back to (GOMEMLIMIT), and the most one set
-	stopped  atomic.Bool
-	percent  atomic.Int64 // the GOGC percent set last
-	sample   []metrics.Sample
-	sizes    []metrics.Sample // bySize
-	small    uint64           // bytes allocated in small objects, up to the last tuning
-	now      func() time.Time // the clock: time.Now
-	tuned    time.Time        // the last tuning
-	earned   uint64           // the headroom the interval before the last tuning earned (HeadroomFor)
-	tunes    atomic.Int64     // tunings so far
-	resting  atomic.Bool      // the next tuning follows a release's collection (rest.go)
-	releases atomic.Int64     // releases so far
-	ticker   *time.Ticker     // the rest watch's; nil: none
-	stop     chan struct{}    // closed by Stop: the rest watch returns
-	watched  chan struct{}    // closed when the rest watch has returned
+	headroom     uint64
+	base         int   // the GOGC percent to go back to, and the least one set
+	limit        int64 // the memory limit to go back to (GOMEMLIMIT), and the most one set
+	stopped      atomic.Bool
+	percent      atomic.Int64 // the GOGC percent set last
+	sample       []metrics.Sample
+	sizes        []metrics.Sample // bySize
+	small        uint64           // bytes allocated in small objects, up to the last tuning
+	now          func() time.Time // the clock: time.Now
+	tuned        time.Time        // the last tuning
+	earned       uint64           // the headroom the interval before the last tuning earned (HeadroomFor)
+	tunes        atomic.Int64     // tunings so far
+	resting      atomic.Bool      // the next tuning follows a release's collection (rest.go)
+	releasePages func()           // releases the executable's pages at rest (rest.go)
+	releases     atomic.Int64     // releases so far
+	ticker       *time.Ticker     // the rest watch's; nil: none
+	stop         chan struct{}    // closed by Stop: the rest watch returns
+	watched      chan struct{}    // closed when the rest watch has returned
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
@@ -70,11 +72,13 @@ type Tuner struct {
 // re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
 // Every [RestInterval] it also looks for rest, and when the process has
 // gone quiet with a heap over the headroom and spare memory worth a
-// collection, collects and gives the memory back (see [ReleaseAtRest]). It returns nil, changing
+// collection, collects and gives the memory back (see [ReleaseAtRest]);
+// and once a rest has lasted RestPages intervals, it releases the
+// executable's pages (see [RestPages]). It returns nil, changing
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
 func Start(headroom uint64) *Tuner {
 	ticker := time.NewTicker(RestInterval)
-	t := start(headroom, time.Now, ticker.C)
+	t := start(headroom, time.Now, ticker.C, releasePages)
 	if t == nil {
 		ticker.Stop()
 		return nil
@@ -84,8 +88,9 @@ func Start(headroom uint64) *Tuner {
 }
 
 // start is Start with the clock the small allocations' rate is timed by,
-// and the ticks the rest watch looks for rest at (nil: no rest watch).
-func start(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner {
+// the ticks the rest watch looks for rest at (nil: no rest watch), and
+// what releases the executable's pages at rest.
+func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, pages func()) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
@@ -94,6 +99,7 @@ func start(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner
 	t := &Tuner{
 		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
 		sample: samples(sampled[:]), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
+		releasePages: pages,
 	}
 	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))

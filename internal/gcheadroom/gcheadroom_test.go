@@ -164,6 +164,7 @@ type clocked struct {
 	*gcheadroom.Tuner
 	clock atomic.Int64
 	ticks chan time.Time // nil: no rest watch
+	pages atomic.Int64   // calls to release the executable's pages
 }
 
 func startClocked(t *testing.T, headroom uint64, rest bool) *clocked {
@@ -175,7 +176,7 @@ func startClocked(t *testing.T, headroom uint64, rest bool) *clocked {
 		ticks = c.ticks
 	}
 	origin := time.Now()
-	c.Tuner = gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(c.clock.Load())) }, ticks)
+	c.Tuner = gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(c.clock.Load())) }, ticks, func() { c.pages.Add(1) })
 	require.NotNil(t, c.Tuner)
 	t.Cleanup(c.Stop)
 	return c

@@ -3,6 +3,8 @@ package gcheadroom
 import (
 	"runtime/debug"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/exepages"
 )
 
 // RestInterval is how often the tuner looks for rest: a process that
@@ -43,6 +45,14 @@ func ReleaseAtRest(allocated, spare, live, headroom uint64) bool {
 // MinRelease is the least spare memory that a release at rest gives back.
 const MinRelease = 4 << 20
 
+// RestPages is how many RestIntervals in a row at rest (under RestAllocs
+// each) release the pages of the executable, once per rest: the code and
+// read-only data that starting up, a load or a scrape touched (package
+// exepages). At rest the process runs little of its code, and the rest
+// of it, mapped, counts in its resident memory and is the last memory the
+// kernel takes back.
+const RestPages = 10
+
 // watchRest reads the allocations so far, then, on a goroutine of its
 // own, at each tick until stop is closed, and releases the garbage (see
 // [ReleaseAtRest]) when the process was at rest since the reading before.
@@ -61,6 +71,7 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 		return v[0], v[1], v[2] - min(v[1], v[2]) + v[3], true
 	}
 	last, _, _, _ := read()
+	rested := 0 // intervals at rest in a row
 	go func() {
 		defer close(done)
 		for {
@@ -73,6 +84,13 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 			if !ok {
 				continue
 			}
+			rested++
+			if allocs-min(last, allocs) >= RestAllocs {
+				rested = 0
+			}
+			if rested == RestPages {
+				t.releasePages()
+			}
 			if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {
 				t.release()
 				allocs, _, _, _ = read() // what the release allocated is not the next interval's
@@ -81,6 +99,11 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 		}
 	}()
 }
+
+// releasePages releases the executable's pages. An error leaves them
+// resident, as they were: /proc is not mounted, or the system is not
+// Linux (see exepages.Release), and there is nothing else to do.
+func releasePages() { _, _ = exepages.Release() }
 
 // release collects and returns the memory freed to the operating system.
 // The collection is not an interval of the load's: its tuning keeps the

@@ -70,6 +70,37 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 	assert.Equal(t, int64(1), tuner.Releases(), "released again with nothing to release")
 }
 
+// TestStartReleasesThePagesOnceARest: the executable's pages are released
+// at the RestPages-th interval at rest in a row, once, and again after
+// the next load and RestPages intervals of rest.
+func TestStartReleasesThePagesOnceARest(t *testing.T) {
+	setGC(t)
+	tuner := startClocked(t, 16<<20, true)
+	// Each tick has the watch handle one interval and receive the next.
+	ticks := func(intervals int) {
+		for range intervals / 2 {
+			tuner.tick()
+		}
+	}
+	require.Equal(t, 0, gcheadroom.RestPages%2, "ticks counts intervals in pairs")
+
+	ticks(gcheadroom.RestPages - 2) // handled: RestPages-3 intervals
+	assert.Zero(t, tuner.pages.Load(), "released before RestPages intervals at rest")
+	ticks(4) // handled: RestPages+1
+	assert.Equal(t, int64(1), tuner.pages.Load(), "not released at RestPages intervals at rest")
+	ticks(4 * gcheadroom.RestPages)
+	assert.Equal(t, int64(1), tuner.pages.Load(), "released again in the same rest")
+
+	// A load (in the interval being handled, or the next one: half of it
+	// is a load in either), then RestPages intervals of rest, handled.
+	for range 4 * gcheadroom.RestAllocs / 1024 {
+		garbage = make([]byte, 1024)
+	}
+	garbage = nil
+	ticks(gcheadroom.RestPages + 2)
+	assert.Equal(t, int64(2), tuner.pages.Load(), "not released in the rest after a load")
+}
+
 // TestReleaseKeepsTheHeadroom: a release's collection is not an interval of
 // the load's, so the first collection after it keeps the headroom the
 // load before it earned, as the first collection after a pause does.

@@ -1,0 +1,19 @@
+// Package exepages gives back the resident pages of the process's own
+// executable that it is not running.
+//
+// A Go binary is mapped from its file: its code and read-only data
+// (type descriptors, string constants, the function tables the runtime
+// reads to walk stacks). Every page the process touches stays mapped, and
+// counts in its resident memory (RssFile), until the kernel needs the
+// memory; and the kernel maps a fault's neighbors with it, 64 KiB at a
+// time. Starting up runs every package's initialization, so a process
+// that serves a trickle holds most of a 26 MB binary resident, where a
+// few MiB is what it runs.
+//
+// [Release] unmaps those pages: they stay in the page cache, clean and
+// free for the kernel to reclaim, and the next touch maps a page back with
+// a minor fault. It changes nothing the process sees but its resident
+// memory, and the kernel does the same to any of these pages under
+// memory pressure. Only a main package should call it, at rest (package
+// gcheadroom does, for the shipped binaries).
+package exepages

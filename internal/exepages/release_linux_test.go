@@ -1,0 +1,83 @@
+package exepages_test
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/exepages"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestReleaseUnmapsTheExecutable: the test binary, started, holds much of
+// itself resident; after Release it holds a fraction, and runs on.
+func TestReleaseUnmapsTheExecutable(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	smaps := make([]byte, 4<<20)
+	before := resident(t, exe, readSmaps(t, smaps))
+	require.Greater(t, before, uint64(2<<20), "the test binary holds little of itself to begin with")
+	advised, err := exepages.Release()
+	// Read at once, with as little code as can be: what the test runs
+	// after Release is resident again.
+	n := readSmaps(t, smaps)
+	require.NoError(t, err)
+	after := resident(t, exe, n)
+	t.Logf("resident %d KiB before, %d KiB after", before>>10, after>>10)
+	assert.Greater(t, advised, before, "advised less than was resident")
+	assert.Less(t, after, before/2, "the executable's pages stayed resident: %d KiB before, %d KiB after", before>>10, after>>10)
+
+	// The code comes back at its next touch.
+	assert.Equal(t, "42", strconv.Itoa(42))
+}
+
+// readSmaps reads /proc/self/smaps into buf and returns it, with the
+// system calls alone.
+func readSmaps(t *testing.T, buf []byte) []byte {
+	fd, err := syscall.Open("/proc/self/smaps", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for n < len(buf) {
+		r, err := syscall.Read(fd, buf[n:])
+		if err != nil || r == 0 {
+			break
+		}
+		n += r
+	}
+	require.NoError(t, syscall.Close(fd))
+	if n == len(buf) {
+		t.Fatal("/proc/self/smaps is larger than the buffer")
+	}
+	return buf[:n]
+}
+
+// resident returns the bytes of the executable exe that smaps (as
+// /proc/self/smaps lists it) shows resident in the mappings Release
+// advises.
+func resident(t *testing.T, exe string, smaps []byte) uint64 {
+	t.Helper()
+	var sum uint64
+	ours := false
+	for line := range bytes.Lines(smaps) {
+		f := strings.Fields(string(line))
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			ours = len(f) == 6 && f[5] == exe && f[1][1] == '-'
+		case ours && len(f) == 3 && f[0] == "Rss:":
+			kb, err := strconv.ParseUint(f[1], 10, 64)
+			require.NoError(t, err)
+			sum += kb << 10
+		}
+	}
+	return sum
+}
