@@ -16,11 +16,12 @@ import (
 // holds a fraction of its executable resident (package exepages, started
 // by the GC tuner): starting up touches most of it.
 func TestExecutablePagesLeaveAtRest(t *testing.T) {
+	t.Parallel() // a rest is 30 s (gcheadroom.RestPages)
 	svc := startService(t, "-http", "127.0.0.1:0")
 	pid := svc.cmd.Process.Pid
 	started := exeResident(t, pid)
 	require.Greater(t, started, uint64(8<<20), "vigil holds little of its executable once started")
-	for range 300 {
+	for range 900 {
 		if exeResident(t, pid) < started/4 {
 			return
 		}

@@ -26,3 +26,17 @@ func (t *Tuner) Releases() int64 { return t.releases.Load() }
 
 // Tunes returns how many times t has tuned.
 func (t *Tuner) Tunes() int64 { return t.tunes.Load() }
+
+// PagesWatch is the rest watch's decision to release the executable's
+// pages.
+type PagesWatch = pagesWatch
+
+// NewPagesWatch returns a watch whose first reading, at Start, is allocs.
+func NewPagesWatch(allocs uint64) *PagesWatch {
+	w := &pagesWatch{}
+	w.read(allocs)
+	return w
+}
+
+// Read is read.
+func (w *PagesWatch) Read(allocs uint64) bool { return w.read(allocs) }

@@ -19,7 +19,7 @@ const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap 
 	"so that a small heap under load is not collected many times a second: as much as a quarter second of small allocations takes " +
 	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
 	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), a heap over this holding garbage " +
-	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system, and after 5 s at rest " +
+	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system, and after 30 s at rest " +
 	"the executable's pages leave the resident memory until they run again (0: GOGC alone, and neither)"
 
 // The runtime/metrics the tuner reads after each collection: the heap
@@ -74,7 +74,7 @@ type Tuner struct {
 // gone quiet with a heap over the headroom and spare memory worth a
 // collection, collects and gives the memory back (see [ReleaseAtRest]);
 // and once a rest has lasted RestPages intervals, it releases the
-// executable's pages (see [RestPages]). It returns nil, changing
+// executable's pages, once (see [RestPages]). It returns nil, changing
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
 func Start(headroom uint64) *Tuner {
 	ticker := time.NewTicker(RestInterval)

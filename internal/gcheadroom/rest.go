@@ -45,13 +45,45 @@ func ReleaseAtRest(allocated, spare, live, headroom uint64) bool {
 // MinRelease is the least spare memory that a release at rest gives back.
 const MinRelease = 4 << 20
 
-// RestPages is how many RestIntervals in a row at rest (under RestAllocs
-// each) release the pages of the executable, once per rest: the code and
-// read-only data that starting up, a load or a scrape touched (package
-// exepages). At rest the process runs little of its code, and the rest
-// of it, mapped, counts in its resident memory and is the last memory the
-// kernel takes back.
-const RestPages = 10
+// RestPages is how many RestIntervals a rest lasts before it releases
+// the pages of the executable, once: the code and read-only data that
+// starting up or the load before touched (package exepages), which at
+// rest count in the resident memory and are the last memory the kernel
+// takes back. Rest here is under RestAllocs an interval on average over
+// the RestPages intervals (30 s), so that a scrape now and then is rest
+// and a trickle of calls is not: a page a call runs again costs a fault
+// (about 30 µs on a virtual machine, with the pages around it), and a
+// load keeps the pages it runs.
+const RestPages = 60
+
+// pagesWatch decides, from the bytes allocated so far at each interval,
+// when a rest releases the executable's pages: once, when the last
+// RestPages intervals allocated under RestAllocs each on average, and
+// again only after a window that did not.
+type pagesWatch struct {
+	readings [RestPages]uint64 // the allocations so far at the last RestPages readings; reading k at k%RestPages
+	k        int               // the readings so far
+	released bool              // the pages were released in this rest
+}
+
+// read takes the next reading of the bytes allocated so far, and reports
+// whether to release the pages now.
+func (w *pagesWatch) read(allocs uint64) bool {
+	i := w.k % RestPages
+	oldest, full := w.readings[i], w.k >= RestPages
+	w.readings[i] = allocs
+	w.k++
+	if !full {
+		return false
+	}
+	if allocs-min(oldest, allocs) >= RestPages*RestAllocs {
+		w.released = false
+		return false
+	}
+	release := !w.released
+	w.released = true
+	return release
+}
 
 // watchRest reads the allocations so far, then, on a goroutine of its
 // own, at each tick until stop is closed, and releases the garbage (see
@@ -71,7 +103,8 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 		return v[0], v[1], v[2] - min(v[1], v[2]) + v[3], true
 	}
 	last, _, _, _ := read()
-	rested := 0 // intervals at rest in a row
+	var pages pagesWatch
+	pages.read(last)
 	go func() {
 		defer close(done)
 		for {
@@ -84,11 +117,7 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 			if !ok {
 				continue
 			}
-			rested++
-			if allocs-min(last, allocs) >= RestAllocs {
-				rested = 0
-			}
-			if rested == RestPages {
+			if pages.read(allocs) {
 				t.releasePages()
 			}
 			if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {

@@ -71,8 +71,8 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 }
 
 // TestStartReleasesThePagesOnceARest: the executable's pages are released
-// at the RestPages-th interval at rest in a row, once, and again after
-// the next load and RestPages intervals of rest.
+// once the RestPages intervals since Start allocated under RestAllocs on
+// average, once, and again after a load and RestPages intervals of rest.
 func TestStartReleasesThePagesOnceARest(t *testing.T) {
 	setGC(t)
 	tuner := startClocked(t, 16<<20, true)
@@ -91,9 +91,9 @@ func TestStartReleasesThePagesOnceARest(t *testing.T) {
 	ticks(4 * gcheadroom.RestPages)
 	assert.Equal(t, int64(1), tuner.pages.Load(), "released again in the same rest")
 
-	// A load (in the interval being handled, or the next one: half of it
-	// is a load in either), then RestPages intervals of rest, handled.
-	for range 4 * gcheadroom.RestAllocs / 1024 {
+	// A load (in the interval being handled, or the next one), then
+	// RestPages intervals of rest, handled.
+	for range 2 * gcheadroom.RestPages * gcheadroom.RestAllocs / 1024 {
 		garbage = make([]byte, 1024)
 	}
 	garbage = nil
@@ -158,4 +158,45 @@ func readHeap() heap {
 	metrics.Read(s)
 	objects := s[0].Value.Uint64()
 	return heap{objects: objects, retained: objects + s[1].Value.Uint64() + s[2].Value.Uint64()}
+}
+
+// TestPagesWatch: a scrape now and then is rest, a trickle of calls over
+// RestAllocs an interval on average is not, and a rest releases once.
+func TestPagesWatch(t *testing.T) {
+	const n = gcheadroom.RestPages
+	tests := []struct {
+		name  string
+		every func(i int) uint64 // bytes allocated in interval i
+		want  []int              // the intervals that release
+	}{
+		{"quiet: once, when the window is full", func(int) uint64 { return 0 }, []int{n}},
+		{"a scrape every 30 intervals is rest", func(i int) uint64 {
+			if i%30 == 0 {
+				return 2 << 20
+			}
+			return 0
+		}, []int{n}},
+		{"a trickle over RestAllocs on average is not", func(int) uint64 { return gcheadroom.RestAllocs }, nil},
+		{"under it on average is", func(int) uint64 { return gcheadroom.RestAllocs - 1 }, []int{n}},
+		{"a load, then rest: again once the window has no load", func(i int) uint64 {
+			if i == 2*n {
+				return n * gcheadroom.RestAllocs
+			}
+			return 0
+		}, []int{n, 3 * n}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int
+			var allocs uint64
+			w := gcheadroom.NewPagesWatch(allocs)
+			for i := 1; i <= 5*n; i++ {
+				allocs += tt.every(i)
+				if w.Read(allocs) {
+					got = append(got, i)
+				}
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
