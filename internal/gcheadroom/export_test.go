@@ -11,14 +11,15 @@ import (
 func StartTicking(headroom uint64, step time.Duration) *Tuner {
 	var ticks atomic.Int64
 	origin := time.Now()
-	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) }, nil, func() {})
+	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) }, nil, func() time.Duration { return 0 }, func() {})
 }
 
 // StartClock is Start with the clock now, the rest watch looking for rest
-// at each of ticks instead of every RestInterval (nil: no rest watch), and
-// pages called where Start releases the executable's pages.
-func StartClock(headroom uint64, now func() time.Time, ticks <-chan time.Time, pages func()) *Tuner {
-	return start(headroom, now, ticks, pages)
+// at each of ticks instead of every RestInterval (nil: no rest watch), the
+// process's CPU time read from cpu, and pages called where Start releases
+// the executable's pages.
+func StartClock(headroom uint64, now func() time.Time, ticks <-chan time.Time, cpu func() time.Duration, pages func()) *Tuner {
+	return start(headroom, now, ticks, cpu, pages)
 }
 
 // Releases returns how many times t has released the garbage at rest.
@@ -31,12 +32,12 @@ func (t *Tuner) Tunes() int64 { return t.tunes.Load() }
 // pages.
 type PagesWatch = pagesWatch
 
-// NewPagesWatch returns a watch whose first reading, at Start, is allocs.
-func NewPagesWatch(allocs uint64) *PagesWatch {
+// NewPagesWatch returns a watch whose first reading, at Start, is cpu.
+func NewPagesWatch(cpu time.Duration) *PagesWatch {
 	w := &pagesWatch{}
-	w.read(allocs)
+	w.read(cpu)
 	return w
 }
 
 // Read is read.
-func (w *PagesWatch) Read(allocs uint64) bool { return w.read(allocs) }
+func (w *PagesWatch) Read(cpu time.Duration) bool { return w.read(cpu) }

@@ -7,6 +7,8 @@ import (
 	"runtime/metrics"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/cputime"
 )
 
 // DefaultHeadroomMiB is the headroom, in MiB, that the shipped binaries
@@ -20,7 +22,7 @@ const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap 
 	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
 	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), a heap over this holding garbage " +
 	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system, and after 30 s at rest " +
-	"the executable's pages leave the resident memory until they run again (0: GOGC alone, and neither)"
+	"(under a hundredth of a core) the executable's pages leave the resident memory until they run again (0: GOGC alone, and neither)"
 
 // The runtime/metrics the tuner reads after each collection: the heap
 // the collection marked live, and the memory the runtime holds, by class.
@@ -50,18 +52,19 @@ type Tuner struct {
 	stopped      atomic.Bool
 	percent      atomic.Int64 // the GOGC percent set last
 	sample       []metrics.Sample
-	sizes        []metrics.Sample // bySize
-	small        uint64           // bytes allocated in small objects, up to the last tuning
-	now          func() time.Time // the clock: time.Now
-	tuned        time.Time        // the last tuning
-	earned       uint64           // the headroom the interval before the last tuning earned (HeadroomFor)
-	tunes        atomic.Int64     // tunings so far
-	resting      atomic.Bool      // the next tuning follows a release's collection (rest.go)
-	releasePages func()           // releases the executable's pages at rest (rest.go)
-	releases     atomic.Int64     // releases so far
-	ticker       *time.Ticker     // the rest watch's; nil: none
-	stop         chan struct{}    // closed by Stop: the rest watch returns
-	watched      chan struct{}    // closed when the rest watch has returned
+	sizes        []metrics.Sample     // bySize
+	small        uint64               // bytes allocated in small objects, up to the last tuning
+	now          func() time.Time     // the clock: time.Now
+	tuned        time.Time            // the last tuning
+	earned       uint64               // the headroom the interval before the last tuning earned (HeadroomFor)
+	tunes        atomic.Int64         // tunings so far
+	resting      atomic.Bool          // the next tuning follows a release's collection (rest.go)
+	releasePages func()               // releases the executable's pages at rest (rest.go)
+	cpu          func() time.Duration // the process's CPU time so far, for the pages' rest; negative: unknown
+	releases     atomic.Int64         // releases so far
+	ticker       *time.Ticker         // the rest watch's; nil: none
+	stop         chan struct{}        // closed by Stop: the rest watch returns
+	watched      chan struct{}        // closed when the rest watch has returned
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
@@ -78,7 +81,7 @@ type Tuner struct {
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
 func Start(headroom uint64) *Tuner {
 	ticker := time.NewTicker(RestInterval)
-	t := start(headroom, time.Now, ticker.C, releasePages)
+	t := start(headroom, time.Now, ticker.C, cputime.Process, releasePages)
 	if t == nil {
 		ticker.Stop()
 		return nil
@@ -88,9 +91,9 @@ func Start(headroom uint64) *Tuner {
 }
 
 // start is Start with the clock the small allocations' rate is timed by,
-// the ticks the rest watch looks for rest at (nil: no rest watch), and
-// what releases the executable's pages at rest.
-func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, pages func()) *Tuner {
+// the ticks the rest watch looks for rest at (nil: no rest watch), the
+// process's CPU time and what releases the executable's pages at rest.
+func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, cpu func() time.Duration, pages func()) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
@@ -99,7 +102,7 @@ func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, pages 
 	t := &Tuner{
 		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
 		sample: samples(sampled[:]), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
-		releasePages: pages,
+		cpu: cpu, releasePages: pages,
 	}
 	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))

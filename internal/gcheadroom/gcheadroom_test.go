@@ -165,6 +165,7 @@ type clocked struct {
 	clock atomic.Int64
 	ticks chan time.Time // nil: no rest watch
 	pages atomic.Int64   // calls to release the executable's pages
+	cpu   atomic.Int64   // the CPU time the tuner reads, moved by the test
 }
 
 func startClocked(t *testing.T, headroom uint64, rest bool) *clocked {
@@ -176,7 +177,8 @@ func startClocked(t *testing.T, headroom uint64, rest bool) *clocked {
 		ticks = c.ticks
 	}
 	origin := time.Now()
-	c.Tuner = gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(c.clock.Load())) }, ticks, func() { c.pages.Add(1) })
+	c.Tuner = gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(c.clock.Load())) }, ticks,
+		func() time.Duration { return time.Duration(c.cpu.Load()) }, func() { c.pages.Add(1) })
 	require.NotNil(t, c.Tuner)
 	t.Cleanup(c.Stop)
 	return c

@@ -49,34 +49,40 @@ const MinRelease = 4 << 20
 // the pages of the executable, once: the code and read-only data that
 // starting up or the load before touched (package exepages), which at
 // rest count in the resident memory and are the last memory the kernel
-// takes back. Rest here is under RestAllocs an interval on average over
-// the RestPages intervals (30 s), so that a scrape now and then is rest
-// and a trickle of calls is not: a page a call runs again costs a fault
-// (about 30 µs on a virtual machine, with the pages around it), and a
-// load keeps the pages it runs.
+// takes back. Rest here is under RestCPU of CPU time an interval on
+// average over the RestPages intervals (30 s), so that a scrape or a
+// health check now and then is rest and a trickle of calls is not: a page
+// a call runs again costs a fault (about 30 µs on a virtual machine, with
+// the pages around it), and a load keeps the pages it runs.
 const RestPages = 60
 
-// pagesWatch decides, from the bytes allocated so far at each interval,
-// when a rest releases the executable's pages: once, when the last
-// RestPages intervals allocated under RestAllocs each on average, and
-// again only after a window that did not.
+// RestCPU is the most CPU time a process at rest uses in a RestInterval
+// on average, for its pages: a hundredth of a core. A scrape of /metrics
+// takes a few milliseconds, a call a fraction of one: tens of calls a
+// second are not rest.
+const RestCPU = RestInterval / 100
+
+// pagesWatch decides, from the process's CPU time so far at each
+// interval, when a rest releases the executable's pages: once, when the
+// last RestPages intervals used under RestCPU each on average, and again
+// only after a window that did not.
 type pagesWatch struct {
-	readings [RestPages]uint64 // the allocations so far at the last RestPages readings; reading k at k%RestPages
-	k        int               // the readings so far
-	released bool              // the pages were released in this rest
+	readings [RestPages]time.Duration // the CPU time at the last RestPages readings; reading k at k%RestPages
+	k        int                      // the readings so far
+	released bool                     // the pages were released in this rest
 }
 
-// read takes the next reading of the bytes allocated so far, and reports
-// whether to release the pages now.
-func (w *pagesWatch) read(allocs uint64) bool {
+// read takes the next reading of the CPU time so far, and reports whether
+// to release the pages now.
+func (w *pagesWatch) read(cpu time.Duration) bool {
 	i := w.k % RestPages
 	oldest, full := w.readings[i], w.k >= RestPages
-	w.readings[i] = allocs
+	w.readings[i] = cpu
 	w.k++
 	if !full {
 		return false
 	}
-	if allocs-min(oldest, allocs) >= RestPages*RestAllocs {
+	if cpu-oldest >= RestPages*RestCPU {
 		w.released = false
 		return false
 	}
@@ -104,7 +110,7 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 	}
 	last, _, _, _ := read()
 	var pages pagesWatch
-	pages.read(last)
+	pages.read(t.cpu())
 	go func() {
 		defer close(done)
 		for {
@@ -117,7 +123,7 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 			if !ok {
 				continue
 			}
-			if pages.read(allocs) {
+			if cpu := t.cpu(); cpu >= 0 && pages.read(cpu) {
 				t.releasePages()
 			}
 			if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {

@@ -71,7 +71,7 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 }
 
 // TestStartReleasesThePagesOnceARest: the executable's pages are released
-// once the RestPages intervals since Start allocated under RestAllocs on
+// once the RestPages intervals since Start used under RestCPU each on
 // average, once, and again after a load and RestPages intervals of rest.
 func TestStartReleasesThePagesOnceARest(t *testing.T) {
 	setGC(t)
@@ -93,10 +93,7 @@ func TestStartReleasesThePagesOnceARest(t *testing.T) {
 
 	// A load (in the interval being handled, or the next one), then
 	// RestPages intervals of rest, handled.
-	for range 2 * gcheadroom.RestPages * gcheadroom.RestAllocs / 1024 {
-		garbage = make([]byte, 1024)
-	}
-	garbage = nil
+	tuner.cpu.Add(int64(gcheadroom.RestPages * gcheadroom.RestCPU))
 	ticks(gcheadroom.RestPages + 2)
 	assert.Equal(t, int64(2), tuner.pages.Load(), "not released in the rest after a load")
 }
@@ -161,26 +158,26 @@ func readHeap() heap {
 }
 
 // TestPagesWatch: a scrape now and then is rest, a trickle of calls over
-// RestAllocs an interval on average is not, and a rest releases once.
+// RestCPU an interval on average is not, and a rest releases once.
 func TestPagesWatch(t *testing.T) {
 	const n = gcheadroom.RestPages
 	tests := []struct {
 		name  string
-		every func(i int) uint64 // bytes allocated in interval i
-		want  []int              // the intervals that release
+		every func(i int) time.Duration // CPU time used in interval i
+		want  []int                     // the intervals that release
 	}{
-		{"quiet: once, when the window is full", func(int) uint64 { return 0 }, []int{n}},
-		{"a scrape every 30 intervals is rest", func(i int) uint64 {
+		{"quiet: once, when the window is full", func(int) time.Duration { return 0 }, []int{n}},
+		{"a scrape every 30 intervals is rest", func(i int) time.Duration {
 			if i%30 == 0 {
-				return 2 << 20
+				return 10 * time.Millisecond
 			}
 			return 0
 		}, []int{n}},
-		{"a trickle over RestAllocs on average is not", func(int) uint64 { return gcheadroom.RestAllocs }, nil},
-		{"under it on average is", func(int) uint64 { return gcheadroom.RestAllocs - 1 }, []int{n}},
-		{"a load, then rest: again once the window has no load", func(i int) uint64 {
+		{"a trickle at RestCPU on average is not", func(int) time.Duration { return gcheadroom.RestCPU }, nil},
+		{"under it on average is", func(int) time.Duration { return gcheadroom.RestCPU - 1 }, []int{n}},
+		{"a load, then rest: again once the window has no load", func(i int) time.Duration {
 			if i == 2*n {
-				return n * gcheadroom.RestAllocs
+				return n * gcheadroom.RestCPU
 			}
 			return 0
 		}, []int{n, 3 * n}},
@@ -188,11 +185,11 @@ func TestPagesWatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []int
-			var allocs uint64
-			w := gcheadroom.NewPagesWatch(allocs)
+			var cpu time.Duration
+			w := gcheadroom.NewPagesWatch(cpu)
 			for i := 1; i <= 5*n; i++ {
-				allocs += tt.every(i)
-				if w.Read(allocs) {
+				cpu += tt.every(i)
+				if w.Read(cpu) {
 					got = append(got, i)
 				}
 			}
