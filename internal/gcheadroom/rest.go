@@ -52,8 +52,8 @@ const MinRelease = 4 << 20
 // takes back. Rest here is under RestCPU of CPU time an interval on
 // average over the RestPages intervals (30 s), so that a scrape or a
 // health check now and then is rest and a trickle of calls is not: a page
-// a call runs again costs a fault (about 30 µs on a virtual machine, with
-// the pages around it), and a load keeps the pages it runs.
+// a call runs again costs a page fault (docs/limits.md says what one
+// costs), and a load keeps the pages it runs.
 const RestPages = 60
 
 // RestCPU is the most CPU time a process at rest uses in a RestInterval
