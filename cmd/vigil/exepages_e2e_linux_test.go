@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // TestExecutablePagesLeaveAtRest checks that the shipped vigil, at rest,
@@ -31,23 +30,10 @@ func TestExecutablePagesLeaveAtRest(t *testing.T) {
 }
 
 // exeResident returns the bytes of vigil's executable resident in the
-// process pid, in its mappings without write permission.
+// process pid (testkit.ExeResident).
 func exeResident(t *testing.T, pid int) uint64 {
 	t.Helper()
 	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	require.NoError(t, err)
-	var sum uint64
-	ours := false
-	for line := range bytes.Lines(smaps) {
-		f := strings.Fields(string(line))
-		switch {
-		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
-			ours = len(f) == 6 && f[5] == vigilBin && f[1][1] == '-'
-		case ours && len(f) == 3 && f[0] == "Rss:":
-			kb, err := strconv.ParseUint(f[1], 10, 64)
-			require.NoError(t, err)
-			sum += kb << 10
-		}
-	}
-	return sum
+	return testkit.ExeResident(t, smaps, vigilBin)
 }

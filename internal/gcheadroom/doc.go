@@ -24,10 +24,9 @@
 // later: under GOGC=100, up to its live heap again. So the tuner also
 // looks for rest every RestInterval, and a process at rest whose heap is
 // over the headroom, with spare memory worth a collection, collects and
-// // returns that memory to the operating system (see ReleaseAtRest). A rest
+// returns that memory to the operating system (see ReleaseAtRest). A rest
 // that lasts RestPages intervals (a scrape now and then is rest) also
 // releases the executable's pages that starting up and the load before it
-// touched (package exepages).
-// Only a main package should use it, once: it changes process-wide runtime
-// settings.
+// touched (package exepages). Only a main package should use it, once: it
+// changes process-wide runtime settings.
 package gcheadroom
