@@ -75,7 +75,7 @@ func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger, end f
 		return nil
 	}
 	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, end: end, stopped: new(Request), epoch: time.Now()}
-	q.timer = time.AfterFunc(time.Hour, q.run)
+	q.timer = time.AfterFunc(time.Hour, q.runOnGrownStack)
 	q.timer.Stop()
 	return q
 }
@@ -104,18 +104,46 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 	case depth >= q.size*maxWaitingBatches || req.heavy:
 		q.run()
 	case depth%q.size == 0 && !q.running.Load() && q.running.CompareAndSwap(false, true):
-		go q.runFull()
+		go q.runFullOnGrownStack()
 	case depth == 1 && sparse:
-		go q.run()
+		go q.runOnGrownStack()
 	case depth == 1:
 		q.batchStart.Store(now)
 		if !q.armed.Load() && q.armed.CompareAndSwap(false, true) {
 			q.timer.Reset(q.delay)
 		}
 	case now-q.batchStart.Load() >= int64(q.sparse()) && !q.running.Load() && q.running.CompareAndSwap(false, true):
-		go q.runFull()
+		go q.runFullOnGrownStack()
 	}
 }
+
+// recordingStack is the stack a batch's goroutine grows to before it
+// records: a goroutine starts on a small stack (the runtime sizes it from
+// the average goroutine's), and recording an outcome (a span's end, a log
+// line) grew it twice on the way, each time copying the frames above.
+// Grown at the goroutine's start, with no frame yet to copy, it grows
+// once and for little (issue 81: at 50 calls a second, a batch of one
+// for each call). cmd/vigil's TestRequestFitsTheStartingStack checks that
+// the shipped service's recording fits in it.
+const recordingStack = 8 << 10
+
+// runOnGrownStack is run, and runFullOnGrownStack runFull, for a goroutine
+// of their own: they grow its stack first (see recordingStack).
+func (q *outcomeBatches) runOnGrownStack()     { growStack(); q.run() }
+func (q *outcomeBatches) runFullOnGrownStack() { growStack(); q.runFull() }
+
+// growStack makes a goroutine that has just started hold a stack of
+// recordingStack: its frame takes all of it but the room the runtime keeps
+// free under a frame (the stack guard) and what the frames below hold.
+//
+//go:noinline
+func growStack() {
+	var pad [recordingStack - 2<<10]byte
+	keepStack(pad[:])
+}
+
+//go:noinline
+func keepStack([]byte) {}
 
 // run records the outcome of every request waiting, in the order the
 // requests were sealed.

@@ -1085,9 +1085,9 @@ func writeClass(err error) protocol.DropReason {
 // since none of them can be answered. The read loop goes on, so that the
 // session still ends at the end of its input.
 func (ss *Session) write(ctx context.Context, msg transport.Message) error {
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx) // a context that is never done costs nothing
-	}
+	// Not ctx.Done() != nil to spare a context that is never done: on a
+	// cancelable context that call makes the channel it returns.
+	ctx = context.WithoutCancel(ctx)
 	// An inline Conn writes into the response of the request at hand, which
 	// its own server bounds; others may block on a peer that stopped reading.
 	if d := ss.srv.cfg.writeTimeout; d > 0 && !ss.inline {

@@ -37,7 +37,7 @@ func BenchmarkServiceHandler(b *testing.B) {
 
 func benchServiceHandler(b *testing.B, stateless bool) {
 	ctx := b.Context()
-	h, flush := newServiceHandler(b)
+	h, flush := newServiceHandler(b, io.Discard)
 
 	p := benchkit.NewPoster()
 	p.Header().Set("Content-Type", "application/json")
@@ -81,14 +81,14 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 const outcomeBatch = 32
 
 // newServiceHandler returns the shipped service's MCP endpoint as
-// cmd/vigil wires it with its defaults, closed when tb ends, and the
-// flush of its server's outcome batches.
-func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
+// cmd/vigil wires it with its defaults, its log written to logTo, closed
+// when tb ends, and the flush of its server's outcome batches.
+func newServiceHandler(tb testing.TB, logTo io.Writer) (*streamable.Endpoint, func()) {
 	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	logOut := asyncwriter.New(io.Discard)
+	logOut := asyncwriter.New(logTo)
 	tb.Cleanup(func() { _ = logOut.Close() })
 	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing, 0))
 	f := &flusher{Option: server.WithObserver()}

@@ -43,7 +43,10 @@ const stackMargin = 1 << 10
 // requests per second (docs/perf/ROUNDS.md). The probe runs in a child
 // process whose goroutines may not grow past the starting stack
 // (debug.SetMaxStack): a request that would grow it crashes the child,
-// which prints where.
+// which prints where. The probe also waits for the calls' log lines,
+// written once their outcomes are recorded on a goroutine of the outcome
+// batches, under the same limit: the stack that goroutine grows to before
+// it records (server's recordingStack) must hold the recording.
 func TestRequestFitsTheStartingStack(t *testing.T) {
 	if era := os.Getenv(stackProbe); era != "" {
 		probeStack(t, era == "2026")
@@ -71,7 +74,8 @@ func TestRequestFitsTheStartingStack(t *testing.T) {
 // with the fixed starting stack, each call under a frame of stackMargin
 // bytes, with every goroutine's stack limited to that starting size.
 func probeStack(t *testing.T, stateless bool) {
-	h, _ := newServiceHandler(t)
+	logged := &lineSignal{want: []byte(`method=tools/call`), seen: make(chan struct{}, 8)}
+	h, _ := newServiceHandler(t, logged)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		underMargin(func() { h.ServeHTTP(w, r) })
 	}))
@@ -113,6 +117,29 @@ func probeStack(t *testing.T, stateless bool) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body.Bytes())
 		require.Contains(t, body.String(), string(benchkit.EchoAnswer), "call %s", strconv.Itoa(id))
 	}
+	for range 3 { // the calls' outcomes, recorded under the limit
+		select {
+		case <-logged.seen:
+		case <-t.Context().Done():
+			t.Fatal("the calls' log lines were never written")
+		}
+	}
+}
+
+// lineSignal is a log's destination that signals seen once for each line
+// written that contains want.
+type lineSignal struct {
+	want []byte
+	seen chan struct{}
+}
+
+func (w *lineSignal) Write(p []byte) (int, error) {
+	for line := range bytes.Lines(p) {
+		if bytes.Contains(line, w.want) {
+			w.seen <- struct{}{}
+		}
+	}
+	return len(p), nil
 }
 
 // builtWith reports whether this binary was built with the boolean build
