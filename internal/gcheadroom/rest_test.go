@@ -135,7 +135,10 @@ func TestReleaseKeepsTheHeadroom(t *testing.T) {
 // of its own would be an interval of the load's.
 func waitTune(t *testing.T, tuner *gcheadroom.Tuner, n int64) {
 	t.Helper()
-	for i := 0; i < 1e6 && tuner.Tunes() == n; i++ {
+	// Yielding until it comes, for as long as a loaded machine (-race,
+	// packages in parallel) may take to schedule the finalizer goroutine: a
+	// count of yields ran out there once.
+	for deadline := time.Now().Add(time.Minute); tuner.Tunes() == n && time.Now().Before(deadline); {
 		runtime.Gosched()
 	}
 	require.Greater(t, tuner.Tunes(), n, "no tuning after the release's collection")
