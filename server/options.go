@@ -91,9 +91,13 @@ const defaultOutcomeDelay = 20 * time.Millisecond
 // sealed (delay <= 0: [defaultOutcomeDelay]), or, once half a delay old
 // or begun by a request half a delay after the last, at the next request
 // or at once: with requests that far apart, no timer wakes the process.
-// The same code then runs for a batch of requests in a row, which on a
-// busy server costs less than once per request. What is recorded lags
-// the requests by up to delay, except where it is read: the
+// While batches run that way (the requests come steadily), the last
+// batch before a pause waits a quarter of a second, or delay if longer:
+// the timer is then armed for that, so that it is not due, and does not
+// wake the process, every few requests. The same code then runs for a
+// batch of requests in a row, which on a busy server costs less than once
+// per request. What is recorded lags the requests by up to delay (a
+// quarter of a second after steady requests), except where it is read: the
 // instrumentation's metrics collector and the live page run the waiting
 // batches first, and [Server.Shutdown] and [Server.Close] before they
 // return. size <= 1, or no option, records each outcome at once, on the

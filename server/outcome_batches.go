@@ -34,6 +34,7 @@ type outcomeBatches struct {
 	stopped *Request    // marks top of a closed server: a request sealed after it is recorded at once
 	armed   atomic.Bool // timer is set to run the waiting requests
 	running atomic.Bool // a goroutine runs full batches (runFull)
+	steady  atomic.Bool // the last batch was run by a push, not by the timer (see steadyWait)
 	timer   *time.Timer
 
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
@@ -56,6 +57,19 @@ type outcomeBatches struct {
 // (TestRequestFitsTheStartingStack). The timer remains for the last
 // requests before a pause.
 func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
+
+// steadyWait is the timer of a batch while the requests come steadily
+// (the last batch was run by a push: full, or half a delay old), when
+// longer than the delay. The timer is then only for the last requests
+// before a pause: the next push runs the batch before it fires, and stops
+// it. A timer stopped before it fires still wakes the process when it was
+// due (the runtime leaves it in its heap until then, and its monitor
+// thread sleeps until then too): armed for the delay, once a batch, that
+// was a spurious wake-up of the process every few requests (issue 81: at
+// 200 requests a second, the runtime's monitor thread woke 0.9 times more
+// a request, a fifth of the process's CPU). Once the timer runs a batch,
+// or a request comes sparse, the delay applies again.
+const steadyWait = 250 * time.Millisecond
 
 // heavyOutcome is the length of a request's params and result together
 // from which its outcome runs at once, with those waiting before it,
@@ -104,17 +118,29 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 	case depth >= q.size*maxWaitingBatches || req.heavy:
 		q.run()
 	case depth%q.size == 0 && !q.running.Load() && q.running.CompareAndSwap(false, true):
+		q.steady.Store(true)
 		go q.runFullOnGrownStack()
 	case depth == 1 && sparse:
+		q.steady.Store(false)
 		go q.runOnGrownStack()
 	case depth == 1:
 		q.batchStart.Store(now)
 		if !q.armed.Load() && q.armed.CompareAndSwap(false, true) {
-			q.timer.Reset(q.delay)
+			q.timer.Reset(q.wait())
 		}
 	case now-q.batchStart.Load() >= int64(q.sparse()) && !q.running.Load() && q.running.CompareAndSwap(false, true):
+		q.steady.Store(true)
 		go q.runFullOnGrownStack()
 	}
+}
+
+// wait is how long the timer waits for a batch's first request: the delay,
+// or steadyWait while the requests come steadily.
+func (q *outcomeBatches) wait() time.Duration {
+	if q.steady.Load() {
+		return max(q.delay, steadyWait)
+	}
+	return q.delay
 }
 
 // recordingStack is the stack a batch's goroutine grows to before it

@@ -297,3 +297,43 @@ func TestOutcomeBatchesRunAnOldBatchAtTheNextPush(t *testing.T) {
 		assert.Equal(t, []int64{2, 3, 4}, p.ran(), "half the delay old: run at the next push")
 	})
 }
+
+// TestOutcomeBatchesWaitLongerAfterSteadyRequests checks that once a
+// batch ran at a push (the requests come steadily), the next batch's
+// timer waits a quarter of a second rather than the delay, so that a
+// timer stopped by the next push is not due every few requests, and that
+// after a sparse request the delay applies again.
+func TestOutcomeBatchesWaitLongerAfterSteadyRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
+		p.call(h, 2) // just after initialize: batched
+		time.Sleep(5 * time.Millisecond)
+		p.call(h, 3)
+		time.Sleep(5 * time.Millisecond)
+		p.call(h, 4) // 10 ms old: run at this push
+		synctest.Wait()
+		require.Equal(t, []int64{2, 3, 4}, p.ran())
+
+		time.Sleep(5 * time.Millisecond)
+		p.call(h, 5) // the first of a batch, after a batch run at a push
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "steady requests: the delay is not the timer's")
+		time.Sleep(230*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "before a quarter of a second")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{5}, p.ran(), "the pause's last batch, a quarter of a second after its first")
+
+		p.call(h, 6) // sparse: recorded at once, and the requests no longer steady
+		p.call(h, 7)
+		time.Sleep(20*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{6}, p.ran())
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{7}, p.ran(), "the delay again")
+	})
+}
