@@ -87,21 +87,16 @@ const defaultOutcomeDelay = 20 * time.Millisecond
 // and with package middleware's instrumentation the end of each request's
 // span, its metrics and its log line) in batches of size requests, on a
 // goroutine of the server's, rather than on each request's way out: a
-// batch runs once it holds size requests, or delay after its first was
-// sealed (delay <= 0: [defaultOutcomeDelay]), or, once half a delay old
-// or begun by a request half a delay after the last, at the next request
-// or at once: with requests that far apart, no timer wakes the process.
-// While batches run that way (the requests come steadily), the last
-// batch before a pause waits a quarter of a second, or delay if longer:
-// the timer is then armed for that, so that it is not due, and does not
-// wake the process, every few requests. The same code then runs for a
-// batch of requests in a row, which on a busy server costs less than once
-// per request. What is recorded lags the requests by up to delay (a
-// quarter of a second after steady requests), except where it is read: the
-// instrumentation's metrics collector and the live page run the waiting
-// batches first, and [Server.Shutdown] and [Server.Close] before they
-// return. size <= 1, or no option, records each outcome at once, on the
-// goroutine that sealed the request.
+// batch runs once it holds size requests, once half a delay old at the
+// next request, at once for a request half a delay after the last, and
+// else by a timer delay after its first request (delay <= 0:
+// [defaultOutcomeDelay]; a quarter of a second, or delay if longer, while
+// requests come steadily). What is recorded lags the requests by up to
+// that, except where it is read: the instrumentation's metrics collector
+// and the live page run the waiting batches first, and [Server.Shutdown]
+// and [Server.Close] before they return. size <= 1, or no option, records
+// each outcome at once, on the goroutine that sealed the request. See
+// docs/server.md, "Outcome batches".
 func WithOutcomeBatches(size int, delay time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if delay <= 0 {

@@ -34,7 +34,7 @@ type outcomeBatches struct {
 	stopped *Request    // marks top of a closed server: a request sealed after it is recorded at once
 	armed   atomic.Bool // timer is set to run the waiting requests
 	running atomic.Bool // a goroutine runs full batches (runFull)
-	steady  atomic.Bool // the last batch was run by a push, not by the timer (see steadyWait)
+	steady  atomic.Bool // the last batch was run by a push, full or half a delay old (see steadyWait)
 	timer   *time.Timer
 
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
@@ -63,12 +63,14 @@ func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
 // longer than the delay. The timer is then only for the last requests
 // before a pause: the next push runs the batch before it fires, and stops
 // it. A timer stopped before it fires still wakes the process when it was
-// due (the runtime leaves it in its heap until then, and its monitor
-// thread sleeps until then too): armed for the delay, once a batch, that
+// due: the runtime leaves it in its heap until then (unless a quarter of
+// the heap's timers are stopped ones, and every connection's deadline is a
+// timer there too), and its monitor thread sleeps until then at most.
+// Armed for the delay, once a batch, that
 // was a spurious wake-up of the process every few requests (issue 81: at
-// 200 requests a second, the runtime's monitor thread woke 0.9 times more
-// a request, a fifth of the process's CPU). Once the timer runs a batch,
-// or a request comes sparse, the delay applies again.
+// 200 requests a second, 0.9 more wake-ups a request of the runtime's
+// monitor thread; docs/perf/ROUNDS.md, fifth stop). A request that comes sparse (as the first after a batch
+// the timer ran always does) makes the delay apply again.
 const steadyWait = 250 * time.Millisecond
 
 // heavyOutcome is the length of a request's params and result together
