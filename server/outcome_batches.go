@@ -66,10 +66,10 @@ func (q *outcomeBatches) sparse() time.Duration { return q.delay / 2 }
 // due: the runtime leaves it in its heap until then (unless a quarter of
 // the heap's timers are stopped ones, and every connection's deadline is a
 // timer there too), and its monitor thread sleeps until then at most.
-// Armed for the delay, once a batch, that
-// was a spurious wake-up of the process every few requests (issue 81: at
-// 200 requests a second, 0.9 more wake-ups a request of the runtime's
-// monitor thread; docs/perf/ROUNDS.md, fifth stop). A request that comes sparse (as the first after a batch
+// Armed for the delay, once a batch, it was a spurious wake-up of the
+// process every few requests (issue 81: at 200 requests a second, 0.9 more
+// wake-ups a request of the runtime's monitor thread; docs/perf/ROUNDS.md,
+// fifth stop). A request that comes sparse (as the first after a batch
 // the timer ran always does) makes the delay apply again.
 const steadyWait = 250 * time.Millisecond
 

@@ -281,7 +281,10 @@ func TestOutcomeBatchesRunAHeavyRequestAtOnce(t *testing.T) {
 // TestOutcomeBatchesRunAnOldBatchAtTheNextPush checks that a batch that
 // has waited half the delay runs when the next request is sealed, at once,
 // rather than when the timer fires: a steady moderate rate then wakes the
-// process for no timer.
+// process for no timer. It checks too that the next batch's timer, while
+// the requests come that steadily, waits a quarter of a second rather than
+// the delay, so that a timer stopped by the next push is not due every few
+// requests, and that after a sparse request the delay applies again.
 func TestOutcomeBatchesRunAnOldBatchAtTheNextPush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newOutcomeProbe()
@@ -295,25 +298,6 @@ func TestOutcomeBatchesRunAnOldBatchAtTheNextPush(t *testing.T) {
 		p.call(h, 4) // the batch is 10 ms old: it runs now, with this request
 		synctest.Wait()
 		assert.Equal(t, []int64{2, 3, 4}, p.ran(), "half the delay old: run at the next push")
-	})
-}
-
-// TestOutcomeBatchesWaitLongerAfterSteadyRequests checks that once a
-// batch ran at a push (the requests come steadily), the next batch's
-// timer waits a quarter of a second rather than the delay, so that a
-// timer stopped by the next push is not due every few requests, and that
-// after a sparse request the delay applies again.
-func TestOutcomeBatchesWaitLongerAfterSteadyRequests(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := newOutcomeProbe()
-		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
-		p.call(h, 2) // just after initialize: batched
-		time.Sleep(5 * time.Millisecond)
-		p.call(h, 3)
-		time.Sleep(5 * time.Millisecond)
-		p.call(h, 4) // 10 ms old: run at this push
-		synctest.Wait()
-		require.Equal(t, []int64{2, 3, 4}, p.ran())
 
 		time.Sleep(5 * time.Millisecond)
 		p.call(h, 5) // the first of a batch, after a batch run at a push
