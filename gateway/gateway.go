@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -92,6 +93,9 @@ type Upstream struct {
 	// naming the bound), the session and its process living on; see
 	// docs/gateway.md, "Bounds on what an upstream sends".
 	MaxMessageBytes int
+	// Sandbox confines a stdio upstream's processes; its zero value is the
+	// default profile, "none" (see [Sandbox]).
+	Sandbox Sandbox
 	// MaxCatalogBytes bounds what the gateway holds of the upstream's
 	// catalog: the bytes of the items its tools/list, prompts/list,
 	// resources/list and resources/templates/list answer, as JSON,
@@ -118,6 +122,12 @@ type Config struct {
 	// their NAME_ prefix when several upstreams are mounted). Mount does
 	// not check that each name is served.
 	ToolScopes map[string][]string
+	// SandboxDir is where each sandboxed stdio upstream's private
+	// directory (its HOME and TMPDIR, kept across its starts) is made,
+	// as SandboxDir/NAME: a directory of the gateway's user that no other
+	// may write. Empty: vigil-sandbox-UID in the system's temporary
+	// directory.
+	SandboxDir string
 	// MaxProcesses bounds the processes of each stdio upstream that
 	// serve one downstream session each (32 when below 1); the call that
 	// would start one more is refused with -32000 (server busy), unless
@@ -257,6 +267,7 @@ type mount struct {
 	startTimeout time.Duration // Config.StartTimeout
 	stopGrace    time.Duration // Config.StopGrace; 0: the process's default
 	required     bool          // Config.Required names it, or is empty
+	sandbox      *sandboxed    // a stdio upstream's confinement; nil: off (sandbox.go)
 	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
 	era          *link         // a 2026-07-28 session, for 2026-07-28 callers' rounds (era2026.go)
 	noEra        atomic.Bool   // the upstream does not speak 2026-07-28
@@ -372,9 +383,25 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
-	for _, up := range cfg.Upstreams {
+	boxes := make([]*sandboxed, len(cfg.Upstreams))
+	for i, up := range cfg.Upstreams {
+		var err error
+		if boxes[i], err = newSandboxed(up, cfg.SandboxDir, cfg.Logger.With("upstream", up.Name)); err != nil { // sandbox.go
+			_ = srv.SetToolSearch(nil)
+			return nil, err
+		}
+		switch {
+		case up.URL != "":
+		case up.Sandbox.Off:
+			cfg.Logger.Warn("upstream runs unsandboxed: it reaches all the gateway's user can (its files, secrets and network)", "upstream", up.Name)
+		case slices.Contains(up.Sandbox.Network, AllNetwork):
+			cfg.Logger.Warn("sandboxed upstream has the gateway's own network: it reaches every host the gateway can, loopback and private addresses included", "upstream", up.Name)
+		}
+	}
+	for i, up := range cfg.Upstreams {
 		m := &mount{
-			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, share: shareOf(cfg), idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
+			sandbox: boxes[i],
+			g:       g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, share: shareOf(cfg), idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
 			sessions: map[*server.Session]*link{}, callers: map[string]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, dial: cfg.dial, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
@@ -488,6 +515,12 @@ func checkUpstreams(ups []Upstream) error {
 		if _, err := parseToolFilter(up.Tools); err != nil {
 			return fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
 		}
+		if up.URL != "" && !reflect.DeepEqual(up.Sandbox, Sandbox{}) {
+			return fmt.Errorf("gateway: upstream %s: a sandbox confines a stdio upstream's processes; an HTTP upstream runs elsewhere", up.Name)
+		}
+		if err := up.Sandbox.check(); err != nil { // sandbox.go
+			return fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
+		}
 	}
 	return nil
 }
@@ -581,7 +614,11 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 
 // startProcess spawns a process of the stdio upstream.
 func (m *mount) startProcess() (*upstream.Process, error) {
-	return upstream.StartProcess(upstream.ProcessConfig{Name: m.up.Name, Argv: m.up.Command, Env: m.up.Env, Logger: m.log, KillGrace: m.stopGrace, MaxMessageBytes: m.up.MaxMessageBytes})
+	cfg := upstream.ProcessConfig{Name: m.up.Name, Argv: m.up.Command, Env: m.up.Env, Logger: m.log, KillGrace: m.stopGrace, MaxMessageBytes: m.up.MaxMessageBytes}
+	if m.sandbox != nil { // sandbox.go
+		cfg.Sandbox, cfg.Egress, cfg.StartTimeout = &m.sandbox.policy, m.sandbox.proxy(), m.startTimeout
+	}
+	return upstream.StartProcess(cfg)
 }
 
 // idleConnsPerUpstream is how many idle connections to an HTTP upstream

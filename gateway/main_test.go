@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/stalltest"
@@ -24,6 +25,7 @@ import (
 // slowListEnv is (see runSlowLister), as one that answers what a server
 // must not when forgerEnv is (see runForger), else the tests.
 func TestMain(m *testing.M) {
+	gateway.SandboxMain() // the launcher of the sandboxed upstreams, when this is one
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)

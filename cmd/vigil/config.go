@@ -97,6 +97,7 @@ type config struct {
 	upstreams    []gateway.Upstream           // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
 	// An upstream session per downstream session (gateway.Config).
 	upstreamMaxProcesses  int               // -upstream-max-processes: processes of each stdio upstream serving one session each
+	upstreamSandboxDir    string            // -upstream-sandbox-dir: where the sandboxed upstreams' private directories are made
 	upstreamIdle          time.Duration     // -upstream-idle: end a session's upstream session idle for this long (0: never)
 	upstreamDropUnchecked bool              // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
 	upstreamRequired      []string          // -upstream-required: the upstreams /readyz requires; empty, every one

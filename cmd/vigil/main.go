@@ -26,6 +26,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/redislog"
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/invisible"
@@ -39,6 +40,13 @@ import (
 )
 
 func main() {
+	// A sandboxed upstream's launcher is this program started again: it
+	// confines itself and runs the upstream's command, never returning.
+	gateway.SandboxMain()
+	// The gateway's environment, memory and descriptors are out of reach
+	// of its own user's other processes (its upstreams), and it leaves no
+	// core dump.
+	undumpable()
 	// vigil serves no heap profile, so the runtime's sampling of
 	// allocations (a stack walk every 512 KiB allocated; see
 	// docs/perf/ROUNDS.md) would be work for no reader; it must be

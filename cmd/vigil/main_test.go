@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/stalltest"
@@ -19,6 +20,7 @@ import (
 var vigilBin string
 
 func TestMain(m *testing.M) {
+	gateway.SandboxMain() // the launcher of an in-process gateway's sandboxed upstreams, when this is one
 	if os.Getenv(stackProbe) != "" {
 		os.Exit(m.Run()) // a probe re-run: no binary to build
 	}
@@ -27,6 +29,9 @@ func TestMain(m *testing.M) {
 		// 1 s after the cancel, since vigil, a process of its own, cannot
 		// say when the next caller's call waits its turn.
 		os.Exit(routingtest.Upstream(time.Second))
+	}
+	if os.Getenv(escapeUpstreamEnv) != "" {
+		os.Exit(escapeUpstream()) // the sandbox's hostile upstream (sandbox_escape_e2e_linux_test.go)
 	}
 	if os.Getenv(stallUpstreamEnv) != "" {
 		os.Exit(stalltest.Upstream()) // the stall repro's upstream (gateway_stall_e2e_test.go)

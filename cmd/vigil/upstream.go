@@ -70,7 +70,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
 		Search:   cfg.catalogFlags.Search,
-		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamspec.StopBudget(cfg.grace) * 4 / 5,
+		Required: cfg.upstreamRequired, Catalog: cfg.catalog, SandboxDir: cfg.upstreamSandboxDir, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamspec.StopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
 		gc.ProcessShare, gc.Caller = cfg.quotaProcessShare, callerOf
@@ -85,6 +85,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 type gatewayFlags struct {
 	targets, env, headers, auths, tools []string // -upstream, -upstream-env, -upstream-header, -upstream-auth, -upstream-tools
 	maxMessage, maxCatalog              []string // -upstream-max-message, -upstream-max-catalog
+	sandboxes                           []string // -upstream-sandbox
 	shared                              bool     // -upstream-shared
 	required                            string   // -upstream-required
 }
@@ -96,6 +97,8 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", repeated(&g.headers))
 	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials), or user,client_id=ID,client_secret=@FILE|env:VAR[,issuer=URL][,scopes=A B][,resource=URI] for each caller's own token, which the user authorizes once in a browser (-connect-*; the authorization server found from the upstream's 401 unless issuer= names it); one per upstream (see docs/gateway.md, docs/security.md)", repeated(&g.auths))
 	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", repeated(&g.tools))
+	fs.Func("upstream-sandbox", "confine the stdio upstream NAME's processes by the profile `NAME=PROFILE[,KEY=VALUE...]`: PROFILE none (the default for every stdio upstream: the system's files and its command's read-only, a private directory, no network), network (none, plus any public host through the egress proxy) or off (unconfined: it reaches all the gateway's user can); keys read=PATH and write=PATH grant paths, net=HOST:PORT a host through the proxy (HOST or PORT may be *; net=all is the gateway's own network), memory=BYTES, processes=N and files=N bound it (see docs/security.md); one per upstream", repeated(&g.sandboxes))
+	fs.StringVar(&cfg.upstreamSandboxDir, "upstream-sandbox-dir", "", "where each sandboxed stdio upstream's private directory (its HOME and TMPDIR, kept across starts) is made, as DIR/NAME (default vigil-sandbox-UID in the system's temporary directory)")
 	fs.BoolVar(&g.shared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
 	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends, unless -quota-process-share ends another caller's idle one for it (the spare spawned ahead for the next session and the processes tool views are listed on are counted, the process each upstream keeps for listing is not)")
 	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", upstreamspec.UncheckedTools(&cfg.upstreamDropUnchecked))
@@ -111,6 +114,9 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 	var err error
 	if cfg.upstreams, err = upstreamspec.Parse(g.targets, g.env); err != nil {
+		return err
+	}
+	if err := upstreamspec.ApplySandbox(cfg.upstreams, g.sandboxes); err != nil {
 		return err
 	}
 	if err := upstreamspec.ApplyTools(cfg.upstreams, g.tools); err != nil {

@@ -89,10 +89,10 @@ func TestProxyReachesOnlyWhatItAllows(t *testing.T) {
 	assert.Equal(t, "plain ok", body, "a plain request to the allowed address")
 
 	for _, u := range []string{
-		other.URL,                          // not allowed: another port of the same host
-		"http://" + proxyURL.Host + "/",    // the proxy's own port
-		"https://example.invalid:443/",     // no rule
-		"http://169.254.169.254/latest/",   // metadata: "*:80" allows the port, not the address
+		other.URL,                        // not allowed: another port of the same host
+		"http://" + proxyURL.Host + "/",  // the proxy's own port
+		"https://example.invalid:443/",   // no rule
+		"http://169.254.169.254/latest/", // metadata: "*:80" allows the port, not the address
 		"http://localhost:" + portOf(t, other.Listener.Addr().String()) + "/", // a name resolving to loopback
 	} {
 		code, body := get(u)
@@ -135,4 +135,3 @@ func portOf(t *testing.T, addr string) string {
 	require.NoError(t, err)
 	return port
 }
-

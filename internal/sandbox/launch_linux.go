@@ -19,18 +19,12 @@ import (
 
 // The launcher's descriptors, as [os/exec.Cmd.ExtraFiles] number them.
 const (
-	fdConfig  = 3 // a pipe holding the launch, as JSON
-	fdProgram = 4 // the program, opened O_PATH by the gateway
-	fdReport  = 5 // a SOCK_SEQPACKET socket: the launcher's word, and the proxy's listener
+	fdConfig = 3 // a pipe holding the launch, as JSON
+	fdReport = 4 // a SOCK_SEQPACKET socket: the launcher's word, and the proxy's listener
 )
 
 // envLaunch marks the launcher's process: [Main] runs it.
 const envLaunch = "VIGIL_SANDBOX_LAUNCH"
-
-// nobody is the user and group a gateway run as root runs its upstreams
-// as: a root of the user namespace mapped to root outside would still own
-// root's files.
-const nobody = 65534
 
 // maxConfig bounds the launch written to the launcher's pipe, which holds
 // it whole before the launcher starts.
@@ -38,6 +32,7 @@ const maxConfig = 60 << 10
 
 // launch is what the launcher is told, on fdConfig.
 type launch struct {
+	Path        string   `json:"path"`
 	Argv        []string `json:"argv"`
 	Env         []string `json:"env"`
 	Dir         string   `json:"dir"`
@@ -50,6 +45,7 @@ type launch struct {
 	MemoryBytes int64    `json:"memory_bytes"`
 	Processes   int      `json:"processes"`
 	OpenFiles   int      `json:"open_files"`
+	Root        bool     `json:"root"` // the gateway runs as root
 }
 
 // Launch is a confined process being started: [Prepare] made it, and
@@ -70,7 +66,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		return nil, err
 	}
 	l := &launch{
-		Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Home: p.Home,
+		Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Home: p.Home,
 		Namespaces: true, OwnNetwork: p.Network != NetworkHost, Proxy: p.Network == NetworkProxy,
 		MemoryBytes: p.MemoryBytes, Processes: p.Processes, OpenFiles: p.OpenFiles,
 	}
@@ -84,6 +80,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		l.Env = setEnv(l.Env, "HOME", p.Home)
 		l.Env = setEnv(l.Env, "TMPDIR", p.Home)
 	}
+	l.Root = os.Getuid() == 0
 	data, err := json.Marshal(l)
 	if err != nil {
 		return nil, err
@@ -98,12 +95,6 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		}
 		return nil, err
 	}
-	pfd, err := unix.Open(cmd.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fail(fmt.Errorf("sandbox: %s: %w", cmd.Path, err))
-	}
-	prog := os.NewFile(uintptr(pfd), cmd.Path)
-	files = append(files, prog)
 	cr, cw, err := os.Pipe()
 	if err != nil {
 		return fail(err)
@@ -130,7 +121,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 	cmd.Args = []string{"vigil-sandbox " + filepath.Base(l.Argv[0])}
 	cmd.Env = []string{envLaunch + "=1"}
 	cmd.Dir = ""
-	cmd.ExtraFiles = []*os.File{cr, prog, theirs}
+	cmd.ExtraFiles = []*os.File{cr, theirs}
 	uid, gid := os.Getuid(), os.Getgid()
 	sys := &syscall.SysProcAttr{
 		Setpgid:    true,
@@ -143,10 +134,12 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		sys.Cloneflags |= syscall.CLONE_NEWNET
 	}
 	if uid == 0 {
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: nobody, HostID: nobody, Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: nobody, HostID: nobody, Size: 1}}
-		sys.GidMappingsEnableSetgroups = true
-		sys.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
+		// Root in the namespace is root outside, without a capability:
+		// root's files are its own by their owner's bits, which Landlock
+		// confines to what the policy grants.
+		ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+		sys.UidMappings, sys.GidMappings = ids, ids
+		sys.AmbientCaps = nil // root of the namespace has them all
 	} else {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}

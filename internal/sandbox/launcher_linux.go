@@ -7,8 +7,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
-	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -55,6 +53,13 @@ func runLauncher(report *os.File) error {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mounting the sandbox's /proc (a container that masks /proc refuses it; allow it, or run the upstream unsandboxed): %w", err)
 		}
+		if l.Processes > 0 {
+			if err := boundPIDs(l.Processes); err != nil && l.Root {
+				// RLIMIT_NPROC does not count root's processes: the PID
+				// namespace's bound is the only one.
+				return fmt.Errorf("bounding a root gateway's sandbox to %d processes needs a PID namespace's own pid_max (Linux 6.14 or later): %w; or leave it unbounded (processes=-1)", l.Processes, err)
+			}
+		}
 	}
 	env := l.Env
 	if l.OwnNetwork {
@@ -97,16 +102,12 @@ func runLauncher(report *os.File) error {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	// Nothing of the launcher's reaches the program but its standard
-	// files and its own executable (which a script's interpreter reads
-	// through /dev/fd).
+	// files.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
 	}
-	if _, err := unix.FcntlInt(fdProgram, unix.F_SETFD, 0); err != nil {
-		return err
-	}
 	say(report, nil, "ready")
-	return execveat(fdProgram, l.Argv, env)
+	return execve(l.Path, l.Argv, env)
 }
 
 // splitFiles returns the directories and the other files of paths, each
@@ -127,6 +128,12 @@ func splitFiles(paths []string) (dirs, files []string) {
 		}
 	}
 	return dirs, files
+}
+
+// boundPIDs bounds the sandbox's PID namespace to about n processes and
+// threads: its pid_max, at least 301 (the kernel's least), is one more.
+func boundPIDs(n int) error {
+	return os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(max(n+1, 301))), 0)
 }
 
 // say sends msg, with the descriptors of rights, on the report socket.
@@ -240,19 +247,9 @@ func dropCapabilities() error {
 	return nil
 }
 
-// execveat executes the program open at fd (the launcher's own thread
-// does, so its filter and capabilities are the program's).
-func execveat(fd int, argv, env []string) error {
-	argvp, err := syscall.SlicePtrFromStrings(argv)
-	if err != nil {
-		return err
-	}
-	envp, err := syscall.SlicePtrFromStrings(env)
-	if err != nil {
-		return err
-	}
-	empty, _ := syscall.BytePtrFromString("")
-	_, _, errno := syscall.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), uintptr(unsafe.Pointer(empty)),
-		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), unix.AT_EMPTY_PATH, 0)
-	return fmt.Errorf("executing %s: %w", argv[0], errno)
+// execve executes the program at path on the calling thread (the
+// launcher's own, so its filter and capabilities are the program's).
+func execve(path string, argv, env []string) error {
+	err := unix.Exec(path, argv, env)
+	return fmt.Errorf("executing %s: %w", path, err)
 }

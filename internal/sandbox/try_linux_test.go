@@ -3,7 +3,9 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +13,12 @@ import (
 )
 
 func TestTry(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "id; echo pid $$; ls /proc | head -5; cat /proc/1/environ | head -c 50; echo; cat /etc/shadow; ls /root; ulimit -a | head -3; echo x > /tmp/x; ls -la $HOME")
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd := exec.Command(os.Getenv("TRY_PROG"), "-c", "id; echo pid $$; ls /proc | head -5; cat /proc/1/environ | head -c 50; echo; cat /etc/shadow; ls /root; ulimit -a | head -3; echo x > /tmp/x; ls -la $HOME")
+	cmd.Env = []string{"PATH=/root/.pyenv/shims:/usr/bin:/bin"}
+	if os.Getenv("TRY_ARGS") != "" {
+		cmd.Args = append([]string{cmd.Path}, strings.Fields(os.Getenv("TRY_ARGS"))...)
+		cmd.Stdin = strings.NewReader(os.Getenv("TRY_IN"))
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	home := t.TempDir()

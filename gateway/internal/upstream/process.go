@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -14,6 +16,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/vigil-mcp/vigil/internal/egress"
+	"github.com/vigil-mcp/vigil/internal/sandbox"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
@@ -24,6 +28,7 @@ const (
 	defaultKillGrace     = 2 * time.Second
 	defaultStderrRate    = 100 // lines a second
 	defaultStderrBurst   = 200 // lines at once
+	defaultSandboxStart  = 30 * time.Second
 )
 
 // inheritedEnv are the variables of the gateway's own environment that a
@@ -62,6 +67,15 @@ type ProcessConfig struct {
 	// a second), or at the end of the stream.
 	StderrLinesPerSecond float64
 	StderrBurst          int
+	// Sandbox, when set, confines the process (sandbox.Prepare): the
+	// program that runs the gateway must call sandbox.Main first.
+	Sandbox *sandbox.Policy
+	// Egress serves the sandbox's proxy listener, when its policy has one,
+	// until the process exits.
+	Egress *egress.Proxy
+	// StartTimeout bounds the sandbox's launch, from the start to the
+	// program's execution (30 s when not positive).
+	StartTimeout time.Duration
 	// KillGrace is how long Close waits for the process to exit once its
 	// stdin is closed before it kills its process group (2 s when not
 	// positive); at half of it, the group is sent SIGTERM.
@@ -81,7 +95,8 @@ type Process struct {
 	closeOnce  sync.Once
 	waitErr    error // set before exited closes
 	stderrRate *rate.Limiter
-	dropped    atomic.Int64 // stderr lines over the rate
+	dropped    atomic.Int64  // stderr lines over the rate
+	egressDone chan struct{} // closed once the sandbox's proxy ended; nil without one
 }
 
 // StartProcess starts the process cfg describes, in a process group of
@@ -140,13 +155,44 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		Stderr: errW,
 	}
 	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	var launch *sandbox.Launch
+	if cfg.Sandbox != nil {
+		if launch, err = sandbox.Prepare(cmd, *cfg.Sandbox); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+		}
+	}
+	err = cmd.Start()
+	if launch != nil {
+		launch.Started()
+		err = sandbox.StartError(err)
+	}
+	if err != nil {
+		if launch != nil {
+			launch.Close()
+		}
 		closeAll()
 		return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
 	}
 	// The child holds its ends now; ours would keep its stdout open past
 	// its exit.
 	_, _, _ = inR.Close(), outW.Close(), errW.Close()
+	var proxyLn net.Listener
+	if launch != nil {
+		timeout := cfg.StartTimeout
+		if timeout <= 0 {
+			timeout = defaultSandboxStart
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		proxyLn, err = launch.Wait(ctx)
+		cancel()
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_, _, _ = inW.Close(), outR.Close(), errR.Close()
+			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+		}
+	}
 	p := &Process{
 		cfg:        cfg,
 		log:        cfg.Logger.With("upstream", cfg.Name, "pid", cmd.Process.Pid),
@@ -156,6 +202,21 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		stderrRate: rate.NewLimiter(rate.Limit(cfg.StderrLinesPerSecond), cfg.StderrBurst),
+	}
+	if proxyLn != nil {
+		px := cfg.Egress
+		if px == nil {
+			px = &egress.Proxy{} // allows nothing
+		}
+		p.egressDone = make(chan struct{})
+		go func() {
+			defer close(p.egressDone)
+			_ = px.Serve(proxyLn)
+		}()
+		go func() {
+			<-p.exited
+			_ = proxyLn.Close()
+		}()
 	}
 	go p.logStderr()
 	go p.wait()
@@ -216,6 +277,9 @@ func (p *Process) Close() error {
 			<-p.stderrDone
 		}
 		timer.Stop()
+		if p.egressDone != nil {
+			<-p.egressDone // closed with the process
+		}
 	})
 	return nil
 }
