@@ -57,6 +57,11 @@ type UpstreamStatus struct {
 	// definition is not the one the catalog lock approved (a pinned
 	// upstream: see [Catalog.WithLock]), sorted; not in String.
 	PinChanges []string
+	// Sandbox is a stdio upstream's profile ([Sandbox.Profile]), empty for
+	// an HTTP one; EgressRefused counts what its egress proxy refused, by
+	// host and reason ("HOST REASON"). Neither is in String.
+	Sandbox       string
+	EgressRefused map[string]int64
 }
 
 // stateOf holds a mount's State, safe for concurrent use.
@@ -123,6 +128,15 @@ func (g *Gateway) Upstreams() []UpstreamStatus {
 		g.mu.Unlock()
 		if st.State == StateFailing {
 			st.RetryIn = m.catalog.retryIn()
+		}
+		if len(m.up.Command) > 0 {
+			st.Sandbox = m.up.Sandbox.Profile()
+			m.sandbox.refusals(func(host, reason string, n int64) {
+				if st.EgressRefused == nil {
+					st.EgressRefused = map[string]int64{}
+				}
+				st.EgressRefused[host+" "+reason] = n
+			})
 		}
 		out = append(out, st)
 	}

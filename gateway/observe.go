@@ -38,7 +38,18 @@ func (g *Gateway) observe(cfg Config) error {
 		return nil
 	}
 	g.obs = metrics.NewUpstreams(metrics.Labels(protocol.Codes()), names, g.dropped, g.stateOf)
-	return cfg.Registerer.Register(g.obs)
+	if err := cfg.Registerer.Register(g.obs); err != nil {
+		return err
+	}
+	return cfg.Registerer.Register(metrics.NewEgress(g.egressRefusals)) // sandbox.go
+}
+
+// egressRefusals adds what each sandboxed upstream's egress proxy
+// refused so far.
+func (g *Gateway) egressRefusals(add func(upstream, host, reason string, n int64)) {
+	for _, m := range g.mounts {
+		m.sandbox.refusals(func(host, reason string, n int64) { add(m.up.Name, host, reason, n) })
+	}
 }
 
 // stateOf returns the state of the upstream name, for the metrics.

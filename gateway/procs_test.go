@@ -285,7 +285,7 @@ func TestProcessShare(t *testing.T) {
 // atoiText returns the number a tools/call result's text holds.
 func atoiText(t *testing.T, raw json.RawMessage) int {
 	t.Helper()
-	n, err := strconv.Atoi(textOf(t, raw))
+	n, err := testkit.HostPID(textOf(t, raw))
 	require.NoError(t, err)
 	return n
 }

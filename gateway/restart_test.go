@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -41,7 +40,7 @@ const upstreamEnv = "GATEWAY_TEST_UPSTREAM"
 //
 // and returns the exit status.
 func runUpstream() int {
-	pid := strconv.Itoa(os.Getpid())
+	pid := testkit.ProcessID(os.Getpid()) // its pid in the sandbox is its namespace's
 	release := make(chan struct{})
 	var pair sync.WaitGroup
 	pair.Add(2)
@@ -287,8 +286,8 @@ func TestSharedUpstream(t *testing.T) {
 	one.SendCallTool(1, "pair", map[string]string{"who": "one"})
 	two.SendCallTool(1, "pair", map[string]string{"who": "two"})
 	a, b := textOf(t, one.RecvResult(1)), textOf(t, two.RecvResult(1))
-	require.Regexp(t, `^\{"who":"one"\} \d+$`, a)
-	require.Regexp(t, `^\{"who":"two"\} \d+$`, b)
+	require.Regexp(t, `^\{"who":"one"\} [0-9.]+$`, a)
+	require.Regexp(t, `^\{"who":"two"\} [0-9.]+$`, b)
 	assert.Equal(t, a[len(`{"who":"one"} `):], b[len(`{"who":"two"} `):], "one process")
 	starts, _ := g.Counts(0)
 	assert.Equal(t, int64(1), starts)

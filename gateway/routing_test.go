@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,7 +143,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 	// lone call's caller. A cancels; the upstream hears it, and goes on.
 	a := routingCaller(t, srv, "alice", v.shared)
 	a.Request(1, "tools/call", routingtest.Params(version, "alice", secretA, true))
-	pid, err := strconv.Atoi(strings.Fields(said.await(t, "call "+secretA+" "))[2])
+	pid, err := testkit.HostPID(strings.Fields(said.await(t, "call "+secretA+" "))[2])
 	require.NoError(t, err)
 	n := a.RecvRequest()
 	require.Equal(t, "notifications/message", n.Method)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +40,7 @@ func connect(t *testing.T, srv *server.Server) *mcptest.Client {
 // pidOf returns the process id of the test upstream serving c's calls.
 func pidOf(t *testing.T, c *mcptest.Client) int {
 	t.Helper()
-	pid, err := strconv.Atoi(c.CallTool("pid", nil).Text())
+	pid, err := testkit.HostPID(c.CallTool("pid", nil).Text())
 	require.NoError(t, err)
 	return pid
 }

@@ -60,7 +60,7 @@ func TestStalledUpstreamAnswersEveryCallByItsDeadline(t *testing.T) {
 		c.SendCallTool(id+1, "stall", map[string]any{"data": big})
 		sent[strconv.FormatInt(id+1, 10)] = time.Now()
 	}
-	pid, err := strconv.Atoi(strings.Fields(said.await(t, "stalled "))[1])
+	pid, err := testkit.HostPID(strings.Fields(said.await(t, "stalled "))[1])
 	require.NoError(t, err)
 	var slowest time.Duration // the longest a call took, from its sending to its answer
 	for range calls {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func runStorm() int {
 			for range time.Tick(every) {
 				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 				if said++; said%500 == 0 {
-					fmt.Fprintf(os.Stderr, "said %d %d\n", os.Getpid(), said)
+					fmt.Fprintf(os.Stderr, "said %s %d\n", testkit.ProcessID(os.Getpid()), said)
 				}
 			}
 		}()
@@ -143,7 +144,7 @@ func runStorm() int {
 			text := "grown"
 			switch {
 			case call.Params.Name == "pid":
-				text = strconv.Itoa(os.Getpid())
+				text = testkit.ProcessID(os.Getpid())
 			case file != "":
 				f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
 				if err == nil {
@@ -282,7 +283,8 @@ func TestOwnSessionStormTellsNothing(t *testing.T) {
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
 		Upstreams: []gateway.Upstream{{
 			Name: "storm", Command: []string{os.Args[0], "-test.run=^$"},
-			Env: []string{stormEnv + "=20", stormEveryEnv + "=1ms", stormFileEnv + "=" + file, stormAfterCallEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+			Env:     []string{stormEnv + "=20", stormEveryEnv + "=1ms", stormFileEnv + "=" + file, stormAfterCallEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+			Sandbox: gateway.Sandbox{Write: []string{filepath.Dir(file)}}, // the file its processes share
 		}},
 		Logger: slog.New(slog.NewJSONHandler(said, nil)),
 	})

@@ -55,7 +55,7 @@ func runTee(dir string, argv []string) int {
 	}
 	var own *os.File
 	if err == nil {
-		own, err = os.OpenFile(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid)+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		own, err = os.OpenFile(filepath.Join(dir, testkit.ProcessID(cmd.Process.Pid)+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tee:", err)
@@ -374,7 +374,7 @@ func TestGatewayEverything(t *testing.T) {
 	require.NoError(t, err)
 	rec := t.TempDir()
 	var stderr lockedBuffer
-	cmd := exec.Command(vigilBin, "-stdio", "-log-level", "debug", "-upstream", "everything="+self+" node "+entry, "-upstream-env", "everything="+teeDir+"="+rec)
+	cmd := exec.Command(vigilBin, "-stdio", "-log-level", "debug", "-upstream", "everything="+self+" node "+entry, "-upstream-env", "everything="+teeDir+"="+rec, "-upstream-sandbox", "everything=none,write="+rec)
 	cmd.Env = append(os.Environ(), "VIGIL_TEST_SECRET=not-for-upstreams")
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second

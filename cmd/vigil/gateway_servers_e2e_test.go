@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -196,10 +197,22 @@ func upstreamFlags(t *testing.T, name, entry string, args []string, env map[stri
 		"-upstream", name + "=" + strings.Join(append([]string{self, "node", entry}, args...), " "),
 		"-upstream-env", name + "=" + teeDir + "=" + rec,
 	}
+	// Its sandbox's profile: the recording and the server's own state
+	// (its directories, its file's) written, as docs/gateway.md's
+	// profiles of the reference servers grant them.
+	profile := name + "=none,write=" + rec
 	for k, v := range env {
 		flags = append(flags, "-upstream-env", name+"="+k+"="+v)
+		if filepath.IsAbs(v) {
+			profile += ",write=" + filepath.Dir(v)
+		}
 	}
-	return flags
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			profile += ",write=" + a
+		}
+	}
+	return append(flags, "-upstream-sandbox", profile)
 }
 
 // serverSession is a client session with a reference server, directly or
@@ -292,14 +305,8 @@ func serveDirect(t *testing.T, entry string, args []string, env map[string]strin
 // listing.
 func callingProcesses(t *testing.T, rec string) []int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(rec, "*.jsonl"))
-	require.NoError(t, err)
 	var pids []int
-	for _, f := range files {
-		pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".jsonl"))
-		if err != nil {
-			continue // stdin.jsonl, every process's
-		}
+	for pid := range recordedProcesses(t, rec) {
 		if upstreamCalls(t, rec, pid) > 0 {
 			pids = append(pids, pid)
 		}
@@ -308,19 +315,52 @@ func callingProcesses(t *testing.T, rec string) []int {
 	return pids
 }
 
+// recorded maps the ids runTee names its records by (testkit.ProcessID:
+// a sandboxed process's pid is its namespace's) to the processes' pids
+// here, and back, each learnt while the process was alive.
+var recorded struct {
+	sync.Mutex
+	pids map[string]int
+	ids  map[int]string
+}
+
+// recordedProcesses returns the pids of the processes rec has a record
+// of (runTee's dir/ID.jsonl), with their ids: those alive now or seen
+// alive before.
+func recordedProcesses(t *testing.T, rec string) map[int]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	require.NoError(t, err)
+	recorded.Lock()
+	defer recorded.Unlock()
+	if recorded.pids == nil {
+		recorded.pids, recorded.ids = map[string]int{}, map[int]string{}
+	}
+	out := map[int]string{}
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		if id == "stdin" {
+			continue // every process's
+		}
+		pid, ok := recorded.pids[id]
+		if !ok {
+			if pid, err = testkit.HostPID(id); err != nil {
+				continue // ended before it was seen
+			}
+			recorded.pids[id], recorded.ids[pid] = pid, id
+		}
+		out[pid] = id
+	}
+	return out
+}
+
 // processWith returns the pid of the one upstream process whose recorded
 // stdin (runTee's dir/PID.jsonl) holds needle.
 func processWith(t *testing.T, rec, needle string) int {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(rec, "*.jsonl"))
-	require.NoError(t, err)
 	var pids []int
-	for _, f := range files {
-		pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".jsonl"))
-		if err != nil {
-			continue // stdin.jsonl, every process's
-		}
-		b, err := os.ReadFile(f)
+	for pid, id := range recordedProcesses(t, rec) {
+		b, err := os.ReadFile(filepath.Join(rec, id+".jsonl"))
 		require.NoError(t, err)
 		if bytes.Contains(b, []byte(needle)) {
 			pids = append(pids, pid)
@@ -333,7 +373,10 @@ func processWith(t *testing.T, rec, needle string) int {
 // upstreamCalls counts the tools/call requests that reached process pid.
 func upstreamCalls(t *testing.T, rec string, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(rec, strconv.Itoa(pid)+".jsonl"))
+	recorded.Lock()
+	id := recorded.ids[pid]
+	recorded.Unlock()
+	b, err := os.ReadFile(filepath.Join(rec, id+".jsonl"))
 	require.NoError(t, err)
 	return bytes.Count(b, []byte(`"method":"tools/call"`))
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -63,7 +63,7 @@ func TestStalledUpstreamE2E(t *testing.T) {
 	for range calls {
 		call(answers)
 	}
-	pid, err := strconv.Atoi(strings.Fields(logs.awaitSaid(t, "stalled "))[1])
+	pid, err := testkit.HostPID(strings.Fields(logs.awaitSaid(t, "stalled "))[1])
 	require.NoError(t, err)
 	var slowest time.Duration
 	for range calls {

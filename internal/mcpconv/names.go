@@ -54,6 +54,7 @@ const (
 	MetricUpstreamExpired      = "mcp_gateway_upstream_expired_total"
 	MetricUpstreamRefused      = "mcp_gateway_upstream_refused_calls_total"
 	MetricUpstreamState        = "mcp_gateway_upstream_state"
+	MetricUpstreamEgress       = "mcp_gateway_upstream_egress_refused_total"
 	// MetricCatalogPinChanges counts the changes of pinned tools against
 	// the operator's catalog lock.
 	MetricCatalogPinChanges = "mcp_gateway_catalog_pin_changes_total"

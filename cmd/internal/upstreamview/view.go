@@ -6,6 +6,8 @@ package upstreamview
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,11 @@ import (
 func States(sts []gateway.UpstreamStatus) string {
 	var b strings.Builder
 	for _, st := range sts {
-		b.WriteString(st.String() + "\n") // names and states only
+		b.WriteString(st.String()) // names and states only
+		if st.Sandbox != "" {
+			b.WriteString(" (sandbox " + profileClass(st.Sandbox) + ")")
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -28,6 +34,21 @@ func Lines(sts []gateway.UpstreamStatus) []string {
 		lines = append(lines, Line(st))
 	}
 	return lines
+}
+
+// profileClass is what /readyz says of a sandbox's profile: off, or the
+// network it has (none, all, or proxy), with no path or host.
+func profileClass(profile string) string {
+	switch {
+	case profile == "off":
+		return "off"
+	case strings.HasPrefix(profile, "network none"):
+		return "none"
+	case strings.HasPrefix(profile, "network all"):
+		return "all"
+	default:
+		return "proxy"
+	}
 }
 
 // maxPinNames bounds the tools Line names that changed since the catalog
@@ -46,6 +67,22 @@ func Line(st gateway.UpstreamStatus) string {
 		fmt.Fprintf(&b, " · changed since the catalog lock: %s", strings.Join(st.PinChanges[:min(n, maxPinNames)], ", "))
 		if n > maxPinNames {
 			fmt.Fprintf(&b, " and %d more", n-maxPinNames)
+		}
+	}
+	if st.Sandbox != "" {
+		b.WriteString(" · sandbox " + st.Sandbox)
+	}
+	if len(st.EgressRefused) > 0 {
+		keys := slices.Sorted(maps.Keys(st.EgressRefused))
+		b.WriteString(" · egress refused")
+		for i, k := range keys[:min(len(keys), maxPinNames)] {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %s %d", k, st.EgressRefused[k])
+		}
+		if len(keys) > maxPinNames {
+			fmt.Fprintf(&b, " and %d more", len(keys)-maxPinNames)
 		}
 	}
 	if len(st.Calls) == 0 {

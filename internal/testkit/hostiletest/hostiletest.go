@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // FloodNotes is how many progress notifications the tool "flood" sends
@@ -93,7 +95,7 @@ func Upstream() int {
 				}
 				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "logged"}}})
 			case "pid":
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strconv.Itoa(os.Getpid())}}})
+				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": testkit.ProcessID(os.Getpid())}}})
 			case "flood":
 				for i := range FloodNotes {
 					send(map[string]any{

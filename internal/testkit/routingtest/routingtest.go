@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // Upstream serves, by hand on standard input and output (the session era,
@@ -139,7 +141,7 @@ func Upstream(afterCancel time.Duration) int {
 			}
 		case "tools/call":
 			j := &job{id: msg.ID, text: msg.Params.Arguments.Text, wait: msg.Params.Arguments.Wait}
-			say("call %s %d", j.text, os.Getpid())
+			say("call %s %s", j.text, testkit.ProcessID(os.Getpid()))
 			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + j.text}})
 			queue = append(queue, j)
 			if len(queue) > 1 || !j.wait {

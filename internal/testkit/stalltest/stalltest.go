@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // Upstream serves, by hand on standard input and output (answering the
@@ -45,7 +47,7 @@ func Upstream() int {
 		case "tools/list":
 			answer(msg.ID, map[string]any{"tools": []map[string]any{{"name": "stall", "inputSchema": map[string]any{"type": "object"}}}})
 		case "tools/call":
-			fmt.Fprintf(os.Stderr, "stalled %d\n", os.Getpid())
+			fmt.Fprintf(os.Stderr, "stalled %s\n", testkit.ProcessID(os.Getpid()))
 			for {
 				time.Sleep(time.Hour) // reads nothing more, answers nothing
 			}
