@@ -14,7 +14,7 @@ import (
 
 // Search instead of the full list (Config.Search): the server lists
 // search_tools and call_tool (server.Server.SetToolSearch) and the
-// gateway ranks, with BM25 (internal/rank), the tools a caller would
+// gateway ranks, with BM25F and a few tables of words (internal/rank), the tools a caller would
 // list. An index is built for each catalog view (the tools one caller may
 // list, as they are now) the first time it is searched, and kept for the
 // next searches of that view: a listing change makes a new view.
