@@ -179,7 +179,8 @@ type Config struct {
 	// Search serves the tools through a search (docs/gateway.md, "Search
 	// instead of the full list"): tools/list lists two tools, search_tools,
 	// which answers the definitions of the tools that best match a query
-	// (BM25 over their names, descriptions and arguments, in process), and
+	// (BM25F over their names, titles, descriptions and arguments, in
+	// process; docs/gateway.md says how well it finds), and
 	// call_tool, which calls one by its name, as a call of that tool in
 	// every respect (server.Server.SetToolSearch). A caller searches what
 	// it would list. It is the default endpoint's; a catalog endpoint

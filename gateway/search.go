@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/vigil-mcp/vigil/gateway/internal/rank"
@@ -12,7 +14,7 @@ import (
 
 // Search instead of the full list (Config.Search): the server lists
 // search_tools and call_tool (server.Server.SetToolSearch) and the
-// gateway ranks, with BM25 (internal/rank), the tools a caller would
+// gateway ranks, with BM25F and a few tables of words (internal/rank), the tools a caller would
 // list. An index is built for each catalog view (the tools one caller may
 // list, as they are now) the first time it is searched, and kept for the
 // next searches of that view: a listing change makes a new view.
@@ -43,14 +45,28 @@ func (c *Catalog) searches() bool {
 // maxSearchViews bounds the views whose index is kept.
 const maxSearchViews = 16
 
-// Weights of a tool's texts in its document: its name says most of
-// what it does, then its title; its description and arguments' names
-// and descriptions count once.
+// Weights of a tool's texts in its document (tuned with the ranking's
+// parameters, internal/rank): its name, its title (or its annotations'
+// title), its description, the first sentence of its description again
+// (what most tools say first is what they do), its arguments' names and
+// their descriptions.
 const (
-	weightName    = 4
-	weightTitle   = 2
+	weightName    = 1.75
+	weightTitle   = 1.4
 	weightText    = 1
-	weightArgText = 0.5
+	weightLead    = 0.5
+	weightArgName = 1
+	weightArgText = 0.7
+)
+
+// The fields of a tool's document, each of its own length (rank.Text):
+// the name is field 0, whose words the query naming earns a bonus.
+const (
+	fieldName = iota
+	fieldTitle
+	fieldText
+	fieldArgs
+	fieldLead
 )
 
 // toolSearch ranks the tools of the views searched, keeping the index of
@@ -190,18 +206,34 @@ func documents(tools []server.Tool) [][]rank.Text {
 	docs := make([][]rank.Text, len(tools))
 	for i := range tools {
 		t := &tools[i]
-		doc := []rank.Text{{Words: t.Name, Weight: weightName}, {Words: t.Title, Weight: weightTitle}, {Words: t.Description, Weight: weightText}}
+		title := t.Title
+		if title == "" && t.Annotations != nil {
+			title = t.Annotations.Title // the display name when the tool has no title (MCP's order)
+		}
+		doc := []rank.Text{{Words: t.Name, Weight: weightName, Field: fieldName}, {Words: title, Weight: weightTitle, Field: fieldTitle}, {Words: t.Description, Weight: weightText, Field: fieldText}}
+		doc = append(doc, rank.Text{Words: lead(t.Description), Weight: weightLead, Field: fieldLead})
 		var schema struct {
 			Properties map[string]struct {
 				Description string `json:"description"`
 			} `json:"properties"`
 		}
 		if json.Unmarshal(t.InputSchema, &schema) == nil {
-			for name, p := range schema.Properties {
-				doc = append(doc, rank.Text{Words: name, Weight: weightText}, rank.Text{Words: p.Description, Weight: weightArgText})
+			for _, name := range slices.Sorted(maps.Keys(schema.Properties)) { // one order, for the same scores each time
+				doc = append(doc, rank.Text{Words: name, Weight: weightArgName, Field: fieldArgs}, rank.Text{Words: schema.Properties[name].Description, Weight: weightArgText, Field: fieldArgs})
 			}
 		}
 		docs[i] = doc
 	}
 	return docs
+}
+
+// lead returns the first sentence of a description: what most tools
+// say first is what they do.
+func lead(desc string) string {
+	for i := 0; i < len(desc); i++ {
+		if desc[i] == '\n' || (desc[i] == '.' && (i+1 == len(desc) || desc[i+1] == ' ')) {
+			return desc[:i]
+		}
+	}
+	return desc
 }

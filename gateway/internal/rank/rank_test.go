@@ -1,6 +1,7 @@
 package rank_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,56 @@ func TestRanksByBM25(t *testing.T) {
 	assert.Empty(t, ix.Search("file", 0))
 	assert.Empty(t, rank.New(nil).Search("file", 3))
 	assert.Positive(t, ix.Size())
+}
+
+// TestFieldsWeighedApart: a field's length is weighed against that
+// field's average (BM25F), so a long description does not dilute a
+// name; a name the query names all of earns more than one it names half
+// of; a word of a name as written (alerts) counts more than its stem
+// alone (alert).
+func TestFieldsWeighedApart(t *testing.T) {
+	long := "Reads things. " + strings.Repeat("It reads and returns many kinds of records with paging and filters. ", 20)
+	ix := rank.New([][]rank.Text{
+		{{Words: "get_record", Weight: 2, Field: 0}, {Words: long, Weight: 1, Field: 2}},
+		{{Words: "get_note", Weight: 2, Field: 0}, {Words: "Get a note, a record of a meeting.", Weight: 1, Field: 2}},
+		{{Words: "delete_file", Weight: 2, Field: 0}, {Words: "Delete a file.", Weight: 1, Field: 2}},
+		{{Words: "delete_repository", Weight: 2, Field: 0}, {Words: "Delete a repository and its files.", Weight: 1, Field: 2}},
+		{{Words: "get_alert", Weight: 2, Field: 0}, {Words: "Get one alert.", Weight: 1, Field: 2}},
+		{{Words: "list_alerts", Weight: 2, Field: 0}, {Words: "List every alert.", Weight: 1, Field: 2}},
+	})
+	assert.Equal(t, 0, ix.Search("get a record", 1)[0], "the name, however long the description")
+	assert.Equal(t, 3, ix.Search("delete the repository files", 1)[0], "all of its name named")
+	assert.Equal(t, 5, ix.Search("alerts", 1)[0], "the word as written in the name")
+	assert.Equal(t, 4, ix.Search("alert", 1)[0], "and the other way round")
+}
+
+// TestRequestsReadAsMeant: a query's words count for their synonyms
+// (folder: directory), its phrases for the word they stand for (set up:
+// create), a URL for url, a file name for file and a number for number;
+// a tool whose name's verb is of another kind than the request's (a
+// question asks to see) scores less.
+func TestRequestsReadAsMeant(t *testing.T) {
+	ix := rank.New([][]rank.Text{
+		{{Words: "create_directory", Weight: 2}, {Words: "Create a directory.", Field: 2}},
+		{{Words: "create_monitor", Weight: 2}, {Words: "Create a monitor.", Field: 2}},
+		{{Words: "update_monitor", Weight: 2}, {Words: "Update a monitor.", Field: 2}},
+		{{Words: "navigate", Weight: 2}, {Words: "Navigate to a URL.", Field: 2}},
+		{{Words: "read_file", Weight: 2}, {Words: "Read a file.", Field: 2}},
+		{{Words: "get_sum", Weight: 2}, {Words: "The sum of two numbers.", Field: 2}},
+		{{Words: "list_monitors", Weight: 2}, {Words: "List monitors.", Field: 2}},
+	})
+	for query, want := range map[string]int{
+		"make a folder called backups":      0,
+		"set up a monitor for our homepage": 1,
+		"change the monitor's interval":     2,
+		"https://example.com":               3,
+		"show me notes.txt":                 4,
+		"what is 1200 plus 345":             5,
+		"is there a monitor":                6, // a question: create and update score less
+	} {
+		got := ix.Search(query, 1)
+		if assert.Len(t, got, 1, query) {
+			assert.Equal(t, want, got[0], query)
+		}
+	}
 }
