@@ -58,8 +58,9 @@ type UpstreamStatus struct {
 	// upstream: see [Catalog.WithLock]), sorted; not in String.
 	PinChanges []string
 	// Sandbox is a stdio upstream's profile ([Sandbox.Profile]), empty for
-	// an HTTP one; EgressRefused counts what its egress proxy refused, by
-	// host and reason ("HOST REASON"). Neither is in String.
+	// an HTTP one (String says its class only); EgressRefused counts what
+	// its egress proxy refused, by host and reason ("HOST REASON"), not in
+	// String.
 	Sandbox       string
 	EgressRefused map[string]int64
 }
@@ -161,7 +162,10 @@ func (g *Gateway) Health() error {
 }
 
 // String is "upstream NAME: STATE", with the time to the next start when
-// failing, and "(not required)" when Health does not require it.
+// failing, "(not required)" when Health does not require it, and a stdio
+// upstream's sandbox by its class: "(sandbox none)", proxy (hosts
+// through the egress proxy), all (the gateway's network) or off; never
+// a path or a host.
 func (st UpstreamStatus) String() string {
 	s := "upstream " + st.Name + ": " + string(st.State)
 	if st.State == StateFailing {
@@ -169,6 +173,9 @@ func (st UpstreamStatus) String() string {
 	}
 	if !st.Required {
 		s += " (not required)"
+	}
+	if st.Sandbox != "" {
+		s += " (sandbox " + sandboxClass(st.Sandbox) + ")"
 	}
 	return s
 }

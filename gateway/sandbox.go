@@ -96,6 +96,21 @@ func (s Sandbox) Profile() string {
 	return strings.Join(parts, ", ")
 }
 
+// sandboxClass is the class of a profile ([Sandbox.Profile]): off, or the
+// network it has (none, all, or proxy), with no path or host.
+func sandboxClass(profile string) string {
+	switch {
+	case profile == "off":
+		return "off"
+	case strings.HasPrefix(profile, "network none"):
+		return "none"
+	case strings.HasPrefix(profile, "network all"):
+		return "all"
+	default:
+		return "proxy"
+	}
+}
+
 // check returns what is wrong with s.
 func (s Sandbox) check() error {
 	if s.Off {

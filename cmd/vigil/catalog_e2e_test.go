@@ -70,7 +70,7 @@ func TestCatalogRealServers(t *testing.T) {
 	write(fmt.Sprintf(catalogFile, "Repeats the catalog's words.", notes))
 
 	svc := startService(t, "-http", "127.0.0.1:0", "-catalog", file,
-		"-upstream", "everything=node "+everything, "-upstream", "fs=node "+fs+" "+dir)
+		"-upstream", "everything=node "+everything, "-upstream", "fs=node "+fs+" "+dir, "-upstream-sandbox", "fs=none,write="+dir)
 	hc := &http.Client{Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	svcEventually(t, "vigil is ready: its upstreams serve their tools", 60*time.Second, func() (bool, error) {

@@ -71,7 +71,7 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	assert.Contains(t, m.Error.Message, "upstream bad is failing", "refused at once, naming the upstream and its state")
 
 	readyz := svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable)
-	assert.Regexp(t, `^upstream e: ready\nupstream silent: starting\nupstream bad: failing, next start in \d+ s\n$`, readyz)
+	assert.Regexp(t, `^upstream e: ready \(sandbox none\)\nupstream silent: starting \(sandbox none\)\nupstream bad: failing, next start in \d+ s \(sandbox none\)\n$`, readyz)
 	metrics := svcGet(t, hc, svc.base+"/metrics", http.StatusOK)
 	for _, want := range []string{
 		`mcp_gateway_upstream_state{state="ready",upstream="e"} 1`,
@@ -88,9 +88,9 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &page))
 	require.Len(t, page.Status, 3, "the live page names each upstream's state")
-	assert.Regexp(t, `^upstream e: ready · starts \d+( · calls .*)?$`, page.Status[0])
-	assert.Regexp(t, `^upstream silent: starting · starts \d+$`, page.Status[1])
-	assert.Regexp(t, `^upstream bad: failing, next start in \d+ s · starts \d+$`, page.Status[2])
+	assert.Regexp(t, `^upstream e: ready \(sandbox none\) · starts \d+( · calls .*)?$`, page.Status[0])
+	assert.Regexp(t, `^upstream silent: starting \(sandbox none\) · starts \d+$`, page.Status[1])
+	assert.Regexp(t, `^upstream bad: failing, next start in \d+ s \(sandbox none\) · starts \d+$`, page.Status[2])
 	for _, answer := range append(answers, readyz) {
 		for _, secret := range secrets {
 			assert.NotContains(t, answer, secret)
@@ -106,7 +106,7 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	// Only the healthy upstream required: ready, the others still named.
 	svc = startService(t, append(args, "-upstream-required", "e")...)
 	readyz = svcGet(t, hc, svc.base+"/readyz", http.StatusOK)
-	assert.Regexp(t, `^ready\nupstream e: ready\nupstream silent: starting \(not required\)\nupstream bad: failing, next start in \d+ s \(not required\)\n$`, readyz)
+	assert.Regexp(t, `^ready\nupstream e: ready \(sandbox none\)\nupstream silent: starting \(not required\) \(sandbox none\)\nupstream bad: failing, next start in \d+ s \(not required\) \(sandbox none\)\n$`, readyz)
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, svc.wait(15*time.Second))
@@ -120,7 +120,8 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 func TestGatewayCallDuringStart(t *testing.T) {
 	svc := startService(t, "-http", "127.0.0.1:0",
 		"-upstream", "fast="+vigilBin+" -stdio",
-		"-upstream", "slow=sh -c 'sleep 3; exec "+vigilBin+" -stdio'")
+		"-upstream", "slow=sh -c 'sleep 3; exec "+vigilBin+" -stdio'",
+		"-upstream-sandbox", "slow=none,read="+filepath.Dir(vigilBin)) // the program sh runs: not an argument of its command line
 	hc := &http.Client{Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	var healthy time.Time

@@ -347,7 +347,7 @@ func recordedProcesses(t *testing.T, rec string) map[int]string {
 			if pid, err = testkit.HostPID(id); err != nil {
 				continue // ended before it was seen
 			}
-			recorded.pids[id], recorded.ids[pid] = pid, id
+			recorded.pids[id], recorded.ids[pid] = pid, rec+"/"+id
 		}
 		out[pid] = id
 	}
@@ -374,9 +374,9 @@ func processWith(t *testing.T, rec, needle string) int {
 func upstreamCalls(t *testing.T, rec string, pid int) int {
 	t.Helper()
 	recorded.Lock()
-	id := recorded.ids[pid]
+	path := recorded.ids[pid]
 	recorded.Unlock()
-	b, err := os.ReadFile(filepath.Join(rec, id+".jsonl"))
+	b, err := os.ReadFile(path + ".jsonl")
 	require.NoError(t, err)
 	return bytes.Count(b, []byte(`"method":"tools/call"`))
 }

@@ -65,9 +65,11 @@ func TestSlowUpstreamServedWithDefaults(t *testing.T) {
 		t.Skip("waits 90 s")
 	}
 	t.Parallel()
+	marks := t.TempDir()
 	svc := startService(t, "-http", "127.0.0.1:0",
 		"-upstream", "x="+os.Args[0]+" '-test.run=^$'",
-		"-upstream-env", "x="+slowUpstreamEnv+"=90:"+filepath.Join(t.TempDir(), "fetched"), "-upstream-env", "x=GORACE=atexit_sleep_ms=0")
+		"-upstream-env", "x="+slowUpstreamEnv+"=90:"+filepath.Join(marks, "fetched"), "-upstream-env", "x=GORACE=atexit_sleep_ms=0",
+		"-upstream-sandbox", "x=none,write="+marks) // its mark of a first start, kept across its starts
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
 	svcEventually(t, "/readyz answering 200", 150*time.Second, func() (bool, error) {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,8 +61,44 @@ func escapeUpstream() int {
 	if err != nil {
 		return 1
 	}
+	err = srv.AddTool(server.Tool{Name: "fetch"}, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		var args struct{ URL string }
+		if err := json.Unmarshal(req.Arguments, &args); err != nil {
+			return nil, err
+		}
+		return server.Text(fetchThroughProxy(ctx, args.URL)), nil
+	})
+	if err != nil {
+		return 1
+	}
 	_ = srv.Serve(context.Background(), stdio.Std())
 	return 0
+}
+
+// fetchThroughProxy gets url through the proxy HTTPS_PROXY names (even
+// for a loopback address, which Go's own rule would not send through
+// it), trusting any certificate, and says what it got: "status N: BODY"
+// or "error: ...".
+func fetchThroughProxy(ctx context.Context, url string) string {
+	proxy, err := neturl.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || proxy.Host == "" {
+		return "error: no proxy"
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy:           http.ProxyURL(proxy),
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test's own server
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	return fmt.Sprintf("status %d: %s", resp.StatusCode, b)
 }
 
 // attempts tries each way out, in order, and says what each met.

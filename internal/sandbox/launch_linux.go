@@ -124,7 +124,11 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 	cmd.ExtraFiles = []*os.File{cr, theirs}
 	uid, gid := os.Getuid(), os.Getgid()
 	sys := &syscall.SysProcAttr{
-		Setpgid:    true,
+		Setpgid: true,
+		// The launcher becomes the program, the first process of its PID
+		// namespace: killed when the gateway dies, it takes the whole
+		// sandbox with it.
+		Pdeathsig:  syscall.SIGKILL,
 		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
 		// The launcher keeps, past its exec, what it needs to set up
 		// its namespaces; it drops them all before the program runs.

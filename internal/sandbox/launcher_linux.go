@@ -91,7 +91,7 @@ func runLauncher(report *os.File) error {
 	rwDirs, rwFiles := splitFiles(l.Write)
 	rules := []landlock.Rule{
 		landlock.RODirs(roDirs...), landlock.ROFiles(roFiles...),
-		landlock.RWDirs(rwDirs...), landlock.RWFiles(append(rwFiles, devices...)...).IgnoreIfMissing(),
+		landlock.RWDirs(rwDirs...).WithRefer(), landlock.RWFiles(append(rwFiles, devices...)...).IgnoreIfMissing(),
 	}
 	// Every access right of the newest ABI this package knows, those of
 	// the kernel's; RestrictPaths sets no_new_privs on every thread.

@@ -18,11 +18,7 @@ import (
 func States(sts []gateway.UpstreamStatus) string {
 	var b strings.Builder
 	for _, st := range sts {
-		b.WriteString(st.String()) // names and states only
-		if st.Sandbox != "" {
-			b.WriteString(" (sandbox " + profileClass(st.Sandbox) + ")")
-		}
-		b.WriteString("\n")
+		b.WriteString(st.String() + "\n") // names, states and sandbox classes only
 	}
 	return b.String()
 }
@@ -34,21 +30,6 @@ func Lines(sts []gateway.UpstreamStatus) []string {
 		lines = append(lines, Line(st))
 	}
 	return lines
-}
-
-// profileClass is what /readyz says of a sandbox's profile: off, or the
-// network it has (none, all, or proxy), with no path or host.
-func profileClass(profile string) string {
-	switch {
-	case profile == "off":
-		return "off"
-	case strings.HasPrefix(profile, "network none"):
-		return "none"
-	case strings.HasPrefix(profile, "network all"):
-		return "all"
-	default:
-		return "proxy"
-	}
 }
 
 // maxPinNames bounds the tools Line names that changed since the catalog
@@ -69,8 +50,8 @@ func Line(st gateway.UpstreamStatus) string {
 			fmt.Fprintf(&b, " and %d more", n-maxPinNames)
 		}
 	}
-	if st.Sandbox != "" {
-		b.WriteString(" · sandbox " + st.Sandbox)
+	if st.Sandbox != "" && st.Sandbox != "off" && st.Sandbox != "network none" {
+		b.WriteString(" · sandbox " + st.Sandbox) // its grants: String has its class
 	}
 	if len(st.EgressRefused) > 0 {
 		keys := slices.Sorted(maps.Keys(st.EgressRefused))
