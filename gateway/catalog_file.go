@@ -40,7 +40,7 @@ type Catalog struct {
 	// other tool by the default endpoint.
 	def   *endpointSpec
 	lines map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
-	lock      *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
+	lock  *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
 }
 
 // upstreamCuration is how one upstream's tools and prompts are served.

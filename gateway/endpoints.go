@@ -79,22 +79,19 @@ func (g *Gateway) endpointNamed(name string) *endpointSpec {
 }
 
 // Endpoints returns the handler of the catalog's endpoints in front of
-// next, the MCP endpoint's handler: a request whose path ends in NAME
-// (mount it at /mcp/, so that /mcp/NAME is served) is served by next as
-// a request of the endpoint NAME of the catalog in force when it arrives:
-// its callers list, and may call, only the tools the endpoint selects
-// (tools/call of another is a call of an unknown tool). A request of a
-// name the catalog does not have is answered 404. Mounted at /mcp too,
-// it serves the default endpoint there: answered 404 when the catalog
-// turns it off, else served by next with the default's selection (which
-// the gateway applies to every request that came through no named
-// endpoint, over stdio too) and scopes. When the endpoint
-// requires scopes, a request whose principal ([auth.PrincipalFromContext])
-// lacks one, or that has none, is refused 403 insufficient_scope naming
-// them, before next sees it: put Endpoints behind the OAuth guard, with
-// EndpointScopes its oauth.Config.RequestScopes, and the guard refuses
-// such a request first, with its own challenge; this refusal stays for
-// the request that met a catalog reloaded between the two, or no guard.
+// next, the MCP endpoint's handler: mounted at /mcp/, a request of
+// /mcp/NAME is served by next as one of the endpoint NAME of the catalog
+// in force (its callers list and call only the tools it selects; another
+// is an unknown tool), one of a NAME the catalog lacks answered 404;
+// mounted at /mcp too, a request there is the default endpoint's: 404
+// when the catalog turns it off, else next serves it with the default's
+// selection (every request of no named endpoint gets it, stdio's too).
+// A request whose principal ([auth.PrincipalFromContext]) lacks one of
+// the endpoint's scopes, or that has none, is refused 403
+// insufficient_scope naming them: put Endpoints behind the OAuth guard,
+// EndpointScopes its oauth.Config.RequestScopes, and the guard refuses it
+// first, with its own challenge; this refusal stays for a request that
+// met a catalog reloaded between the two, or no guard.
 func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e, ok := g.endpointFor(r.URL.Path)

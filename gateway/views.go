@@ -143,11 +143,10 @@ func (g *Gateway) indexViews() {
 }
 
 // showsTool is the server's tool view (server.Server.SetToolView): at a
-// catalog's endpoint (endpoints.go), the default one included when the
-// catalog says what it serves, only the tools it selects; and the
-// tools the upstream lists for a client with the caller's capabilities,
-// derived from at most len(viewAtoms)+1
-// listings: the baseline (a new session with the listing session's
+// catalog's endpoint (endpointAt), the default one's too, only the tools
+// it selects; and the tools the upstream lists for a client with the
+// caller's capabilities, derived from at most len(viewAtoms)+1 listings:
+// the baseline (a new session with the listing session's
 // capabilities) and, for each capability of the listing session the
 // caller lacks, a new session without that one. A tool is hidden when
 // the baseline lists it and one of those does not: a tool shown to a
