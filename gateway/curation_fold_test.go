@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 	"unicode"
@@ -52,7 +51,7 @@ func FuzzFixedArgumentSpellings(f *testing.F) {
 		out, err := tc.arguments("t", sent)
 		if err != nil {
 			var rpcErr *server.Error
-			require.True(t, errors.As(err, &rpcErr), "%v", err)
+			require.ErrorAs(t, err, &rpcErr)
 			require.Equal(t, protocol.CodeInvalidParams, rpcErr.Code)
 			require.True(t, matched, "refused %+q beside %+q, which encoding/json does not match to it", key, fixed)
 			return
