@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -204,4 +206,51 @@ func TestCatalogDefaultKey(t *testing.T) {
 
 	srv, _ := mountCatalog(t, u, scopedFile+"default: all\n", nil)
 	assert.ElementsMatch(t, []string{"echo", "other", "secret"}, toolNames(mcptest.Connect(t, srv)), "default: all serves everything beside scoped endpoints")
+}
+
+// TestCatalogEndpointTasksConfined: a tool an endpoint does not select
+// is not called as a task there either (tools/call with task is a call
+// of an unknown tool), nor at the default endpoint beside scoped ones;
+// where it is selected, its task runs and gives its result.
+func TestCatalogEndpointTasksConfined(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "up")
+	require.NoError(t, u.srv.AddTool(server.Tool{Name: "job", Execution: &server.ToolExecution{TaskSupport: server.TaskSupportOptional}},
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("job done"), nil
+		}))
+	cat, err := gateway.ParseCatalog([]byte("endpoints:\n  notes:\n    tools: [\"up/hello\"]\n    scopes: [notes.read]\n  jobs:\n    tools: [\"up/job\"]\n    scopes: [jobs.run]\n"))
+	require.NoError(t, err)
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "up", URL: u.url}}, Catalog: cat})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = g.Close()
+		_ = srv.Close()
+	})
+	ep := streamable.New(srv)
+	t.Cleanup(func() { _ = ep.Close() })
+	ts := catalogFront(t, g, ep, map[string][]string{"notes": {"notes.read"}, "jobs": {"jobs.run"}})
+	client := func(path, token string) *mcptest.Client {
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL + path, Header: http.Header{"Authorization": {"Bearer " + token}}}))
+		c.Initialize("", nil)
+		return c
+	}
+	asTask := map[string]any{"name": "job", "task": map[string]any{}}
+
+	for name, c := range map[string]*mcptest.Client{"/mcp/notes": client("/mcp/notes", "notes"), "stdio": mcptest.Connect(t, srv)} {
+		_, rpcErr := c.Call("tools/call", asTask)
+		require.NotNil(t, rpcErr, "%s: job as a task", name)
+		assert.Contains(t, rpcErr.Message, "unknown tool", name)
+	}
+
+	jobs := client("/mcp/jobs", "jobs")
+	raw, rpcErr := jobs.Call("tools/call", asTask)
+	require.Nil(t, rpcErr, "%v", rpcErr)
+	var created struct{ Task struct{ TaskID string } }
+	require.NoError(t, json.Unmarshal(raw, &created))
+	require.NotEmpty(t, created.Task.TaskID, "%s", raw)
+	raw, rpcErr = jobs.Call("tasks/result", map[string]string{"taskId": created.Task.TaskID})
+	require.Nil(t, rpcErr, "%v", rpcErr)
+	assert.Contains(t, string(raw), "job done")
 }
