@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -206,6 +207,24 @@ func TestCatalogDefaultKey(t *testing.T) {
 
 	srv, _ := mountCatalog(t, u, scopedFile+"default: all\n", nil)
 	assert.ElementsMatch(t, []string{"echo", "other", "secret"}, toolNames(mcptest.Connect(t, srv)), "default: all serves everything beside scoped endpoints")
+
+	// Off for want of the key, beside scoped endpoints: logged at mount
+	// and at each reload, which the explicit key is not.
+	var logs syncBuffer
+	implied, err := gateway.ParseCatalog([]byte(scopedFile))
+	require.NoError(t, err)
+	quiet := server.New()
+	t.Cleanup(func() { _ = quiet.Close() })
+	g, err = gateway.Mount(t.Context(), quiet, gateway.Config{Upstreams: []gateway.Upstream{{Name: "up", URL: u.url}}, Catalog: implied, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	const said = "/mcp (and stdio) serves nothing"
+	assert.Equal(t, 1, strings.Count(logs.String(), said), logs.String())
+	explicit, err := gateway.ParseCatalog([]byte(scopedFile + "default: off\n"))
+	require.NoError(t, err)
+	require.NoError(t, g.SetCatalog(explicit))
+	require.NoError(t, g.SetCatalog(implied))
+	assert.Equal(t, 2, strings.Count(logs.String(), said), "the reload of the implied one is logged, the explicit one not: %s", logs.String())
 }
 
 // TestCatalogEndpointTasksConfined: a tool an endpoint does not select

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
@@ -38,9 +39,10 @@ type Catalog struct {
 	// Without the key: everything, unless a named endpoint has scopes,
 	// then nothing, so that a token of one endpoint's scope reaches no
 	// other tool by the default endpoint.
-	def   *endpointSpec
-	lines map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
-	lock  *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
+	def        *endpointSpec
+	offImplied bool           // def is off for want of the key (beside scoped endpoints): logged (sayDefault)
+	lines      map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
+	lock       *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
 }
 
 // upstreamCuration is how one upstream's tools and prompts are served.
@@ -150,9 +152,18 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 		return nil, fmt.Errorf("gateway: catalog: %w", err)
 	}
 	if !saidDefault && c.scoped() {
-		c.def = &endpointSpec{name: "default", off: true}
+		c.def, c.offImplied = &endpointSpec{name: "default", off: true}, true
 	}
 	return c, nil
+}
+
+// sayDefault logs, when c turns the default endpoint off for want of
+// its key default, that /mcp serves nothing, and why.
+func (c *Catalog) sayDefault(logger *slog.Logger) {
+	if c != nil && c.offImplied {
+		logger.Warn("gateway: the catalog's endpoints have scopes and it does not say what the default endpoint serves: /mcp (and stdio) serves nothing; " +
+			"write default: all to serve everything there, or an endpoint's tools and scopes (docs/gateway.md, \"The operator's catalog\")")
+	}
 }
 
 // parseDefault parses the key default: all (nil: everything), off, or an

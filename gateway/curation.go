@@ -274,6 +274,7 @@ func (g *Gateway) SetCatalog(c *Catalog) error {
 		c = &with
 	}
 	g.catalog.Store(c)
+	c.sayDefault(g.log)
 	for _, m := range g.mounts {
 		m.withheld.Clear()
 		select { // refreshLoop lists it again
