@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -23,15 +25,24 @@ const maxCatalogFile = 4 << 20
 // docs/gateway.md's "The operator's catalog"): per upstream, how each of
 // its tools and prompts is served (renamed, described, annotated, hidden,
 // arguments fixed or defaulted) and whether its definitions are pinned;
-// and the named endpoints, each serving a selection of the upstreams'
-// tools, prompts and resources to callers with its scopes. Build it with
+// the named endpoints, each serving a selection of the upstreams' tools,
+// prompts and resources to callers with its scopes; and what the default
+// endpoint (/mcp, and a server over stdio) serves: everything, nothing,
+// or a selection with scopes as a named endpoint's. Build it with
 // [ParseCatalog], and [Catalog.WithLock] for pinning; it is immutable,
 // safe to share.
 type Catalog struct {
 	upstreams map[string]*upstreamCuration
 	endpoints map[string]*endpointSpec
-	lines     map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
-	lock      *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
+	// def is what the default endpoint serves (its key default): nil,
+	// everything (all); else its selection and scopes, or nothing (off).
+	// Without the key: everything, unless a named endpoint has scopes,
+	// then nothing, so that a token of one endpoint's scope reaches no
+	// other tool by the default endpoint.
+	def        *endpointSpec
+	offImplied bool           // def is off for want of the key (beside scoped endpoints): logged (sayDefault)
+	lines      map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
+	lock       *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
 }
 
 // upstreamCuration is how one upstream's tools and prompts are served.
@@ -73,7 +84,16 @@ type endpointSpec struct {
 	// endpoint (search.go); parsed here so that the file is parsed in one
 	// place.
 	search bool
+	// off is the default endpoint that serves nothing (default: off):
+	// Endpoints answers its requests 404.
+	off bool
 }
+
+// The values of the key default besides an endpoint's mapping.
+const (
+	defaultAll = "all"
+	defaultOff = "off"
+)
 
 // selector picks items for an endpoint: an upstream's items whose own
 // names a glob matches, or the tools with a tag.
@@ -85,8 +105,9 @@ type selector struct {
 // does not know, a key given twice, a value of the wrong kind, a pin
 // other than warn or hold, an argument both fixed and defaulted, two
 // tools or prompts of one upstream served under one name, a malformed
-// selector or endpoint name. An upstream the gateway does not front is
-// refused by [Mount] and [Gateway.SetCatalog], with its line.
+// selector or endpoint name, a default other than all, off or an
+// endpoint's mapping. An upstream the gateway does not front is refused
+// by [Mount] and [Gateway.SetCatalog], with its line.
 func ParseCatalog(data []byte) (*Catalog, error) {
 	if len(data) > maxCatalogFile {
 		return nil, fmt.Errorf("gateway: catalog: %d bytes, over the bound of %d", len(data), maxCatalogFile)
@@ -100,6 +121,7 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 	if len(doc.Content) == 0 {
 		return c, nil // an empty file: nothing curated
 	}
+	saidDefault := false
 	err := eachKey(doc.Content[0], "the catalog", func(k, v *yaml.Node) error {
 		switch k.Value {
 		case "upstreams":
@@ -118,13 +140,56 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 				c.endpoints[k.Value] = e
 				return err
 			})
+		case "default":
+			saidDefault = true
+			var err error
+			c.def, err = parseDefault(k, v)
+			return err
 		}
-		return fmt.Errorf("line %d: unknown key %q (a catalog has upstreams and endpoints)", k.Line, k.Value)
+		return fmt.Errorf("line %d: unknown key %q (a catalog has upstreams, endpoints and default)", k.Line, k.Value)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: catalog: %w", err)
 	}
+	if !saidDefault && c.scoped() {
+		c.def, c.offImplied = &endpointSpec{name: "default", off: true}, true
+	}
 	return c, nil
+}
+
+// sayDefault logs, when c turns the default endpoint off for want of
+// its key default, that /mcp serves nothing, and why.
+func (c *Catalog) sayDefault(logger *slog.Logger) {
+	if c != nil && c.offImplied {
+		logger.Warn("gateway: the catalog's endpoints have scopes and it does not say what the default endpoint serves: /mcp (and stdio) serves nothing; " +
+			"write default: all to serve everything there, or an endpoint's tools and scopes (docs/gateway.md, \"The operator's catalog\")")
+	}
+}
+
+// parseDefault parses the key default: all (nil: everything), off, or an
+// endpoint's mapping.
+func parseDefault(k, v *yaml.Node) (*endpointSpec, error) {
+	if v.Kind == yaml.MappingNode {
+		return parseEndpoint("default", v)
+	}
+	var say string
+	if err := scalar(k, v, &say); err != nil || say != defaultAll && say != defaultOff {
+		return nil, fmt.Errorf("line %d: default: want all, off or an endpoint's mapping (tools, prompts, resources, scopes, search)", v.Line)
+	}
+	if say == defaultOff {
+		return &endpointSpec{name: "default", off: true}, nil
+	}
+	return nil, nil
+}
+
+// scoped reports whether one of the named endpoints has scopes.
+func (c *Catalog) scoped() bool {
+	for _, e := range c.endpoints {
+		if len(e.scopes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // eachKey calls f with each key and value of the mapping n, refusing a
@@ -402,7 +467,11 @@ func (c *Catalog) check(ups []Upstream) error {
 			return fmt.Errorf("gateway: catalog: line %d: upstream %q is not one the gateway fronts (%s)", c.lines["upstream "+name], name, strings.Join(known, ", "))
 		}
 	}
-	for _, e := range c.endpoints {
+	all := slices.Collect(maps.Values(c.endpoints))
+	if c.def != nil {
+		all = append(all, c.def)
+	}
+	for _, e := range all {
 		for _, sels := range [][]selector{e.tools, e.prompts, e.resources} {
 			for _, s := range sels {
 				if s.upstream != "" && !slices.Contains(known, s.upstream) {

@@ -81,7 +81,9 @@ func (u *curatedUpstream) lastArguments() string {
 	return u.got[len(u.got)-1]
 }
 
-// curatedFile is a catalog for the upstream "up" of startCuratedUpstream.
+// curatedFile is a catalog for the upstream "up" of startCuratedUpstream;
+// its default endpoint serves everything (default: all), though an
+// endpoint has scopes.
 const curatedFile = `
 upstreams:
   up:
@@ -106,6 +108,7 @@ endpoints:
     scopes: [demo.read]
   others:
     tools: ["up/oth*"]
+default: all
 `
 
 // mountCatalog mounts the upstream u with the catalog file on a new

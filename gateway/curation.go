@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -151,8 +152,10 @@ func (tc *toolCuration) narrowsArguments() bool {
 
 // curated returns h, which forwards a call of the tool upstream, with the
 // arguments tc fixes set and those it defaults set when the caller sent
-// none; a call that sends a fixed argument is refused as invalid params
-// (-32602), unsent.
+// none; a call that sends a fixed argument, under its name or any
+// spelling of it (fixedSpelling), is refused as invalid params (-32602),
+// unsent. Every route of a call to the tool passes h: tools/call at any
+// endpoint, search's call_tool, a task, either era.
 func (tc *toolCuration) curated(h server.ToolHandler) server.ToolHandler {
 	if !tc.narrowsArguments() {
 		return h
@@ -180,18 +183,48 @@ func (tc *toolCuration) arguments(served string, args json.RawMessage) (json.Raw
 	if sent == nil {
 		sent = map[string]json.RawMessage{}
 	}
-	for _, name := range sortedKeys(tc.fixed) {
-		if _, ok := sent[name]; ok {
-			return nil, server.NewError(protocol.CodeInvalidParams, fmt.Errorf("invalid arguments for tool %q: %q is not an argument of this tool", served, name))
+	if len(tc.fixed) > 0 {
+		for _, key := range sortedKeys(sent) {
+			if name, ok := tc.fixedSpelling(key); ok {
+				why := ""
+				if key != name {
+					why = " (it spells, in another case, an argument the gateway sets)"
+				}
+				return nil, server.NewError(protocol.CodeInvalidParams, fmt.Errorf("invalid arguments for tool %q: %+q is not an argument of this tool%s", served, key, why))
+			}
 		}
-		sent[name] = tc.fixed[name]
 	}
+	maps.Copy(sent, tc.fixed)
 	for name, v := range tc.defaults {
 		if _, ok := sent[name]; !ok {
 			sent[name] = v
 		}
 	}
 	return json.Marshal(sent)
+}
+
+// fixedSpelling returns the argument tc fixes that key spells, and
+// whether it spells one: the name itself, or a name that encoding/json,
+// decoding the arguments into a struct (as a Go upstream, mcp-go's
+// argument binding among them, does), would match key to. encoding/json
+// matches a member to a field by its exact name, else by its name under
+// Unicode simple case folding (its foldName, documented as equal to
+// bytes.EqualFold): "tenantid" and "TENANTID" spell "tenantId", "Kind"
+// (the Kelvin sign) spells "kind", "ſkip" (long s) spells "skip". The
+// upstream gets the arguments as one object with the fixed value under
+// its name: a member that spells it beside that one would be decoded
+// after or instead of it. FuzzFixedArgumentSpellings holds the rule to
+// encoding/json's.
+func (tc *toolCuration) fixedSpelling(key string) (string, bool) {
+	if _, ok := tc.fixed[key]; ok {
+		return key, true
+	}
+	for _, name := range sortedKeys(tc.fixed) {
+		if strings.EqualFold(key, name) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // shapePrompt serves p (the upstream's prompt, its own name in p.Name)
@@ -241,6 +274,7 @@ func (g *Gateway) SetCatalog(c *Catalog) error {
 		c = &with
 	}
 	g.catalog.Store(c)
+	c.sayDefault(g.log)
 	for _, m := range g.mounts {
 		m.withheld.Clear()
 		select { // refreshLoop lists it again

@@ -16,25 +16,57 @@ import (
 // endpointKey is the context key of the endpoint a request came through.
 type endpointKey struct{}
 
-// endpointOf returns the endpoint ctx's request came through; nil: the
-// default one, which serves everything.
+// endpointOf returns the named endpoint ctx's request came through; nil:
+// the default one (endpointAt).
 func endpointOf(ctx context.Context) *endpointSpec {
 	e, _ := ctx.Value(endpointKey{}).(*endpointSpec)
 	return e
 }
 
+// endpointAt returns the endpoint whose selection serves req: the named
+// endpoint it came through, else the default endpoint of the catalog in
+// force; nil: everything (no catalog, or its default is all).
+func (g *Gateway) endpointAt(req *server.Request) *endpointSpec {
+	if e := endpointOf(req.ArrivalContext()); e != nil {
+		return e
+	}
+	if c := g.catalog.Load(); c != nil {
+		return c.def
+	}
+	return nil
+}
+
+// defaultPath is the path of the default endpoint, the MCP endpoint's
+// own; the named ones are defaultPath/NAME.
+const defaultPath = "/mcp"
+
 // EndpointScopes returns the scopes the catalog in force requires at the
-// endpoint r's path names, as Endpoints reads it (its last element, NAME
+// endpoint r's path names, as Endpoints reads it: /mcp is the default
+// endpoint, any other path names the endpoint of its last element (NAME
 // of /mcp/NAME); none for a name the catalog does not have. It is the
 // OAuth guard's oauth.Config.RequestScopes of the handler in front of
 // Endpoints, so that the guard refuses a principal without them 403
 // insufficient_scope with its own challenge (resource_metadata, DPoP),
 // counted among its refusals. It is safe for concurrent use.
 func (g *Gateway) EndpointScopes(r *http.Request) []string {
-	if e := g.endpointNamed(path.Base(r.URL.Path)); e != nil {
+	if e, _ := g.endpointFor(r.URL.Path); e != nil {
 		return e.scopes
 	}
 	return nil
+}
+
+// endpointFor returns the endpoint of the catalog in force at p (see
+// EndpointScopes): nil when it serves everything; ok is false for a name
+// the catalog does not have.
+func (g *Gateway) endpointFor(p string) (e *endpointSpec, ok bool) {
+	if p == defaultPath {
+		if c := g.catalog.Load(); c != nil {
+			return c.def, true
+		}
+		return nil, true
+	}
+	e = g.endpointNamed(path.Base(p))
+	return e, e != nil
 }
 
 // endpointNamed returns the catalog's endpoint name; nil when the
@@ -46,42 +78,56 @@ func (g *Gateway) endpointNamed(name string) *endpointSpec {
 	return nil
 }
 
-// Endpoints returns the handler of the catalog's named endpoints in front
-// of next, the MCP endpoint's handler: a request whose path ends in NAME
-// (mount it at /mcp/, so that /mcp/NAME is served) is served by next as
-// a request of the endpoint NAME of the catalog in force when it arrives:
-// its callers list, and may call, only the tools the endpoint selects
-// (tools/call of another is a call of an unknown tool). A request of a
-// name the catalog does not have is answered 404. When the endpoint
-// requires scopes, a request whose principal ([auth.PrincipalFromContext])
-// lacks one, or that has none, is refused 403 insufficient_scope naming
-// them, before next sees it: put Endpoints behind the OAuth guard, with
-// EndpointScopes its oauth.Config.RequestScopes, and the guard refuses
-// such a request first, with its own challenge; this refusal stays for
-// the request that met a catalog reloaded between the two, or no guard.
+// Endpoints returns the handler of the catalog's endpoints in front of
+// next, the MCP endpoint's handler: mounted at /mcp/, a request of
+// /mcp/NAME is served by next as one of the endpoint NAME of the catalog
+// in force (its callers list and call only the tools it selects; another
+// is an unknown tool), one of a NAME the catalog lacks answered 404;
+// mounted at /mcp too, a request there is the default endpoint's: 404
+// when the catalog turns it off, else next serves it with the default's
+// selection (every request of no named endpoint gets it, stdio's too).
+// A request whose principal ([auth.PrincipalFromContext]) lacks one of
+// the endpoint's scopes, or that has none, is refused 403
+// insufficient_scope naming them: put Endpoints behind the OAuth guard,
+// EndpointScopes its oauth.Config.RequestScopes, and the guard refuses it
+// first, with its own challenge; this refusal stays for a request that
+// met a catalog reloaded between the two, or no guard.
 func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := g.endpointNamed(path.Base(r.URL.Path))
-		if e == nil {
+		e, ok := g.endpointFor(r.URL.Path)
+		switch {
+		case !ok:
 			streamable.WriteError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "no such MCP endpoint")
 			return
-		}
-		if len(e.scopes) > 0 {
-			p, ok := auth.PrincipalFromContext(r.Context())
-			var missing []string
-			if ok {
-				missing = p.Missing(e.scopes)
-			} else {
-				missing = e.scopes
-			}
-			if len(missing) > 0 {
-				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(e.scopes, " ")+`"`)
-				streamable.WriteError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
-				return
-			}
+		case e != nil && e.off:
+			streamable.WriteError(w, http.StatusNotFound, protocol.CodeInvalidRequest, "the gateway's catalog serves no tools at "+defaultPath+": use one of its endpoints, "+defaultPath+"/NAME")
+			return
+		case e != nil && !scopesHeld(w, r, e):
+			return
+		case r.URL.Path == defaultPath:
+			next.ServeHTTP(w, r) // with the default endpoint's selection (endpointAt)
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
 	})
+}
+
+// scopesHeld reports whether r's principal holds the scopes of the
+// endpoint e; if not, it answers 403 insufficient_scope naming them.
+func scopesHeld(w http.ResponseWriter, r *http.Request, e *endpointSpec) bool {
+	if len(e.scopes) == 0 {
+		return true
+	}
+	missing := e.scopes
+	if p, ok := auth.PrincipalFromContext(r.Context()); ok {
+		missing = p.Missing(e.scopes)
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(e.scopes, " ")+`"`)
+	streamable.WriteError(w, http.StatusForbidden, protocol.CodeInvalidRequest, "insufficient_scope: this endpoint needs the scopes "+strings.Join(missing, " "))
+	return false
 }
 
 // servesTool reports whether the endpoint e serves the upstream's tool
@@ -126,9 +172,10 @@ func (g *Gateway) indexItems() {
 // select and the resources and templates its resources selectors select
 // (by upstream and a glob of the prompt's own name, of the URI or URI
 // template); a resource no upstream lists is not served there. The
-// default endpoint serves every one.
+// default endpoint serves every one, unless the catalog says what it
+// serves (endpointAt).
 func (g *Gateway) showsItem(req *server.Request, kind, key string) bool {
-	e := endpointOf(req.ArrivalContext())
+	e := g.endpointAt(req)
 	if e == nil {
 		return true
 	}

@@ -231,6 +231,7 @@ type Gateway struct {
 	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
 	// nil: every item as its upstream lists it (curation.go).
 	catalog atomic.Pointer[Catalog]
+	log     *slog.Logger // Config.Logger
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -369,7 +370,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		cfg.now = time.Now
 	}
 	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions(), audit: cfg.AuditLog}
+	g.log = cfg.Logger
 	g.catalog.Store(cfg.Catalog)
+	cfg.Catalog.sayDefault(g.log) // catalog_file.go
 	// An upstream may be ready after the first client initializes: that
 	// client must still be told the server has tools, prompts and
 	// resources, and hear them come; and an upstream's session resources

@@ -26,7 +26,8 @@ const (
 	callToolName   = "call_tool"
 )
 
-// searches reports whether one of the catalog's endpoints searches; a
+// searches reports whether one of the catalog's endpoints (its default
+// one among them) searches; a
 // nil catalog has none. Mount turns the search mode on for it: a catalog
 // given later (SetCatalog) that has one while the mode is off lists its
 // tools there until the gateway is mounted again.
@@ -39,7 +40,7 @@ func (c *Catalog) searches() bool {
 			return true
 		}
 	}
-	return false
+	return c.def != nil && c.def.search
 }
 
 // maxSearchViews bounds the views whose index is kept.

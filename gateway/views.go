@@ -143,10 +143,10 @@ func (g *Gateway) indexViews() {
 }
 
 // showsTool is the server's tool view (server.Server.SetToolView): at a
-// catalog's endpoint (endpoints.go), only the tools it selects; and the
-// tools the upstream lists for a client with the caller's capabilities,
-// derived from at most len(viewAtoms)+1
-// listings: the baseline (a new session with the listing session's
+// catalog's endpoint (endpointAt), the default one's too, only the tools
+// it selects; and the tools the upstream lists for a client with the
+// caller's capabilities, derived from at most len(viewAtoms)+1 listings:
+// the baseline (a new session with the listing session's
 // capabilities) and, for each capability of the listing session the
 // caller lacks, a new session without that one. A tool is hidden when
 // the baseline lists it and one of those does not: a tool shown to a
@@ -159,16 +159,22 @@ func (g *Gateway) indexViews() {
 // listed.
 func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	idx := g.viewIndex.Load()
-	endpoint := endpointOf(req.ArrivalContext()) // endpoints.go
+	endpoint := g.endpointAt(req) // endpoints.go: the named endpoint's, or the catalog's default
 	if g.searching && (t.Name == searchToolName || t.Name == callToolName) {
-		return endpoint == nil && g.searchDefault || endpoint != nil && endpoint.search // search.go
+		switch {
+		case endpoint == nil:
+			return g.searchDefault // search.go
+		case endpoint.search:
+			return true
+		}
+		return g.searchDefault && !endpoint.off && endpointOf(req.ArrivalContext()) == nil // the catalog's default endpoint, which Config.Search has search
 	}
 	if idx == nil {
 		return endpoint == nil
 	}
 	e, ok := (*idx)[t.Name]
 	if endpoint != nil && (!ok || !endpoint.servesTool(e.m.up.Name, e.own, e.tags)) {
-		return false // a named endpoint serves only the upstreams' tools it selects
+		return false // an endpoint of the catalog serves only the upstreams' tools it selects
 	}
 	if !ok || e.m.up.Shared {
 		return true // not an upstream's, or one whose callers share its listing session

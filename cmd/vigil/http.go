@@ -143,17 +143,18 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		// that checks tool scopes per message.
 		mcp = f.guarded(endpoint)
 	}
-	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" { // the catalog's endpoints, /mcp/NAME, as /mcp
-		public = catalogfile.WithEndpoints(public, f.guarded(g.Endpoints(endpoint)))
+	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" { // the catalog's endpoints, /mcp/NAME, and its default one, /mcp
+		mcp = f.guarded(g.Endpoints(endpoint))
+		public = catalogfile.WithEndpoints(public, mcp)
 	}
 	return endpoint, mcp, public, nil
 }
 
 // endpointScopes are the scopes a request to a -catalog endpoint,
-// /mcp/NAME, needs (the guard's oauth.Config.RequestScopes); none for
-// another path.
+// /mcp/NAME or the default one, /mcp, needs (the guard's
+// oauth.Config.RequestScopes); none for another path.
 func (f *front) endpointScopes(r *http.Request) []string {
-	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" && strings.HasPrefix(r.URL.Path, catalogfile.EndpointsPath) {
+	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" && (r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, catalogfile.EndpointsPath)) {
 		return g.EndpointScopes(r)
 	}
 	return nil

@@ -393,6 +393,9 @@ func (c *svcClient) rpcOnce(id, method, params string) (svcMessage, error) {
 		if uri, ok := p["uri"].(string); ok && method == "resources/read" {
 			header["Mcp-Name"] = uri
 		}
+		if name, ok := p["name"].(string); ok && method == "tools/call" {
+			header["Mcp-Name"] = name
+		}
 	}
 	resp, err := c.postHeaders(`{"jsonrpc":"2.0","id":`+id+`,"method":"`+method+`","params":`+params+`}`, header)
 	if err != nil {

@@ -40,12 +40,18 @@ const (
 // IPv6 address with a zone and a port is shorter).
 const maxRemoteAddr = 128
 
+// maxForwardedPath bounds the path a forwarded request names.
+const maxForwardedPath = 1024
+
 // forwarded is a forwarded HTTP request, or its answer. A request carries
 // no credentials (see forwardedHeader): its principal travels as the
 // assertion of the guard (WithGuard), and Remote is its client's address
-// (the caller of its quotas when it has no principal).
+// (the caller of its quotas when it has no principal). Path is the path
+// the client sent it to (the guard's scopes may depend on it: a gateway
+// catalog's endpoint, /mcp/NAME); without one, /mcp.
 type forwarded struct {
 	Host      string              `json:"host,omitempty"`
+	Path      string              `json:"path,omitempty"`
 	Remote    string              `json:"remote,omitempty"`
 	Status    int                 `json:"status,omitempty"`
 	Header    map[string][]string `json:"header"`
@@ -106,7 +112,7 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 // its answer; when the replica does not answer, the task is lost with it.
 func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transport.Request, body []byte, replica string) {
 	fw := h.cfg.cluster.(replication.Forwarder)
-	out := forwarded{Host: r.Host, Remote: r.RemoteAddr, Header: forwardedHeader(r.Header), Body: body}
+	out := forwarded{Host: r.Host, Path: r.URL.Path, Remote: r.RemoteAddr, Header: forwardedHeader(r.Header), Body: body}
 	if h.cfg.guard != nil {
 		out.Assertion = h.cfg.guard.AssertPrincipal(r)
 	}
@@ -159,7 +165,8 @@ func watchReplica(ctx context.Context, cancel context.CancelFunc, leases replica
 }
 
 // serveForwarded answers a request another replica forwarded: it is served
-// by the handler of the MCP endpoint (the guard's wrap of it, see WithGuard), as if the
+// by the handler of the MCP endpoint (the guard's wrap of it, see WithGuard), at
+// the path it was sent to, as if the
 // load balancer had sent it here, but for the Host and Origin checks, which
 // it passed on that replica, and its credentials: its principal is the one
 // its assertion names, if any (see WithGuard).
@@ -173,6 +180,9 @@ func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 		ctx = h.cfg.guard.RestorePrincipal(ctx, in.Assertion)
 	}
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(in.Body))
+	if strings.HasPrefix(in.Path, "/") && len(in.Path) <= maxForwardedPath {
+		r.URL.Path = in.Path // the guard asks the scopes of the path the client chose
+	}
 	r.Header = forwardedHeader(in.Header)
 	r.Host = in.Host
 	if in.Remote != "" && len(in.Remote) <= maxRemoteAddr {

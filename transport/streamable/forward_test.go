@@ -19,6 +19,7 @@ import (
 // fwSeen is what the handler of forwarded requests saw of one.
 type fwSeen struct {
 	host, remote string
+	path         string
 	header       http.Header
 	assertion    string // what the restore hook was given, from the context
 }
@@ -37,7 +38,7 @@ func (g fwGuard) Wrap(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ := r.Context().Value(fwAssertionKey{}).(string)
-		g.seen <- fwSeen{host: r.Host, remote: r.RemoteAddr, header: r.Header.Clone(), assertion: got}
+		g.seen <- fwSeen{host: r.Host, remote: r.RemoteAddr, path: r.URL.Path, header: r.Header.Clone(), assertion: got}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -72,7 +73,9 @@ func onPublicAddress(t *testing.T, e *htEnv) {
 // replica b, on a public address with a real Host name, is forwarded to the
 // task's replica a without Authorization, Cookie, Proxy-Authorization,
 // Origin or any header the Endpoint does not read; it carries instead what
-// b's assert hook made of it, which a's restore hook puts in its context.
+// b's assert hook made of it, which a's restore hook puts in its context,
+// and reaches a's guard at the path the client sent it to (a gateway
+// catalog's endpoint, whose scopes the guard asks).
 // On a, whose listener is loopback, it passes the Host and Origin checks it
 // passed on b (it was 403), while a request sent to a itself with that Host
 // is still refused. On Redis, no message on the cluster's channels holds
@@ -110,7 +113,9 @@ func TestSharedTaskForwardedWithoutCredentials(t *testing.T) {
 		} {
 			hdr[k] = v
 		}
-		r := b.env.do(http.MethodPost, get, hdr)
+		req := b.env.request(t.Context(), http.MethodPost, get, hdr)
+		req.URL.Path = "/mcp/notes"
+		r := b.env.doReq(req)
 		require.Equal(t, http.StatusOK, r.status, "tasks/get on b, forwarded to a: %s", r.body)
 		msgs = r.messages(t)
 		require.Len(t, msgs, 1)
@@ -121,6 +126,7 @@ func TestSharedTaskForwardedWithoutCredentials(t *testing.T) {
 
 		fw := <-seen
 		assert.Equal(t, "mcp.example.test", fw.host, "the client's Host")
+		assert.Equal(t, "/mcp/notes", fw.path, "the path the client sent it to")
 		assert.Equal(t, "principal of alice", fw.assertion, "b's assertion, restored on a")
 		host, _, err := net.SplitHostPort(fw.remote)
 		require.NoError(t, err, "the client's address: %q", fw.remote)

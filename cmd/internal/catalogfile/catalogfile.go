@@ -36,7 +36,7 @@ type Flags struct {
 
 // Register registers the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.File, "catalog", "", "serve the upstreams' tools and prompts as the YAML `FILE` says (renamed, described, hidden, arguments fixed or defaulted, pinned) and its named endpoints at /mcp/NAME; read again on SIGHUP, a bad file logged with its line and the catalog in force kept (see docs/gateway.md)")
+	fs.StringVar(&f.File, "catalog", "", "serve the upstreams' tools and prompts as the YAML `FILE` says (renamed, described, hidden, arguments fixed or defaulted, pinned), its named endpoints at /mcp/NAME and what /mcp serves (nothing beside endpoints with scopes, unless its default key says); read again on SIGHUP, a bad file logged with its line and the catalog in force kept (see docs/gateway.md)")
 	fs.StringVar(&f.Lock, "catalog-lock", "", "hold the tools of the upstreams the catalog pins (pin: warn or hold) to the definitions the lock `FILE` approved (written by -catalog-lock-write); read again on SIGHUP with the catalog")
 	fs.BoolVar(&f.Write, "catalog-lock-write", false, "approve: once every upstream is ready, write the -catalog-lock file of the definitions the pinned upstreams serve now, and exit")
 	fs.BoolVar(&f.Search, "catalog-search", false, "list two tools instead of the upstreams' (search_tools finds the best few of them for a query, BM25 in process; call_tool calls one by its name, as a call of that tool in every respect); see docs/gateway.md, \"Search instead of the full list\"")
