@@ -63,7 +63,7 @@ func TestBrokenUpstreamsTakeNoneDown(t *testing.T) {
 	}, statesOf(g.Upstreams()))
 	health := g.Health()
 	require.Error(t, health)
-	assert.Equal(t, "upstream ok: ready\nupstream silent: starting\nupstream bad: failing, next start in 1 s", health.Error())
+	assert.Equal(t, "upstream ok: ready (sandbox none)\nupstream silent: starting (sandbox none)\nupstream bad: failing, next start in 1 s (sandbox none)", health.Error())
 	for _, secret := range []string{"nonexistent", "s3cret", os.Args[0]} {
 		assert.NotContains(t, health.Error(), secret)
 	}
@@ -106,7 +106,7 @@ func TestRequiredUpstreams(t *testing.T) {
 	require.Len(t, sts, 3)
 	assert.True(t, sts[0].Required)
 	assert.False(t, sts[1].Required)
-	assert.Equal(t, "upstream silent: starting (not required)", sts[1].String())
+	assert.Equal(t, "upstream silent: starting (not required) (sandbox none)", sts[1].String())
 
 	_, err = gateway.Mount(t.Context(), server.New(), gateway.Config{Upstreams: brokenUpstreams(), Required: []string{"nobody"}})
 	require.ErrorContains(t, err, `required upstream "nobody" is not one of the upstreams`)
