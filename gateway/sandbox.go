@@ -242,12 +242,18 @@ func privateDir(base, name string) (string, error) {
 		return "", fmt.Errorf("the sandboxes' directory: %w", err)
 	}
 	st, err := os.Lstat(base)
-	if err != nil || !st.IsDir() || st.Mode().Perm()&0o022 != 0 || !ownedByUs(st) {
-		return "", fmt.Errorf("the sandboxes' directory %s must be a directory of the gateway's user that no other may write (%v)", base, err)
+	if err != nil {
+		return "", fmt.Errorf("the sandboxes' directory: %w", err)
+	}
+	if !st.IsDir() || st.Mode().Perm()&0o022 != 0 || !ownedByUs(st) {
+		return "", fmt.Errorf("the sandboxes' directory %s must be a directory of the gateway's user that no other may write", base)
 	}
 	dir := filepath.Join(base, name)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("the private directory: %w", err)
+	}
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() || !ownedByUs(st) {
+		return "", fmt.Errorf("the private directory %s must be a directory of the gateway's user", dir)
 	}
 	return dir, nil
 }

@@ -73,7 +73,7 @@ func realQueries(tb testing.TB, name string) []realQuery {
 // and the held-out set's figures, which it holds to no target.
 func TestSearchRealTools(t *testing.T) {
 	tools := realTools(t)
-	require.Equal(t, 315, len(tools))
+	require.Len(t, tools, 315)
 	names := map[string]bool{}
 	for _, tool := range tools {
 		names[tool.Name] = true

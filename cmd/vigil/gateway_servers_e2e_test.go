@@ -371,7 +371,7 @@ func processWith(t *testing.T, rec, needle string) int {
 }
 
 // upstreamCalls counts the tools/call requests that reached process pid.
-func upstreamCalls(t *testing.T, rec string, pid int) int {
+func upstreamCalls(t *testing.T, _ string, pid int) int {
 	t.Helper()
 	recorded.Lock()
 	path := recorded.ids[pid]

@@ -136,7 +136,7 @@ func attempts(tg escapeTargets) map[string]string {
 		return "attached", err
 	})
 	try("signal", func() (string, error) {
-		return "signalled", syscall.Kill(tg.GatewayPID, syscall.SIGCONT)
+		return "signaled", syscall.Kill(tg.GatewayPID, syscall.SIGCONT)
 	})
 	try("secret file", func() (string, error) {
 		b, err := os.ReadFile(tg.Secret)
@@ -282,7 +282,7 @@ func TestSandboxEscapes(t *testing.T) {
 		t.Logf("%-16s %s", name, what)
 	}
 	_, err = os.Stat(tg.Outside)
-	assert.ErrorIs(t, err, os.ErrNotExist, "nothing planted outside its directory")
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing planted outside its directory")
 	require.NoError(t, <-during, "the other upstream served during the attempts")
 
 	m, err = c.rpc("4", "tools/call", `{"name":"good_escape","arguments":{"gateway_pid":1,"secret":"/nonexistent","home_file":"/nonexistent","other_dir":"/nonexistent","other_file":"/nonexistent","redis":"127.0.0.1:1","listener":"127.0.0.1:1","outside":"/nonexistent/x"}}`)

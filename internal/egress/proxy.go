@@ -171,7 +171,7 @@ func (p *Proxy) dialAllowed(ctx context.Context, hostport, defaultPort string) (
 	}
 	// A rule that names an address allows that address, whatever it is;
 	// any other reaches only public addresses, checked on the address
-	// dialled (a name that resolves again differently changes nothing).
+	// dialed (a name that resolves again differently changes nothing).
 	named, _ := netip.ParseAddr(rule.Host)
 	timeout := p.DialTimeout
 	if timeout <= 0 {

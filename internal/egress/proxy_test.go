@@ -122,7 +122,7 @@ func TestPublic(t *testing.T) {
 func TestParseRule(t *testing.T) {
 	for _, s := range []string{"api.github.com:443", "*:443", "*", "[::1]:8080", "10.0.0.5:*"} {
 		_, err := egress.ParseRule(s)
-		assert.NoError(t, err, s)
+		require.NoError(t, err, s)
 	}
 	for _, s := range []string{"api.github.com", ":443", "host:0", "host:70000", "host:https"} {
 		_, err := egress.ParseRule(s)

@@ -22,7 +22,7 @@ var ErrUnsupported = errors.New("the sandbox's mechanism is missing")
 func Check(p Policy) error {
 	v, err := ll.LandlockGetABIVersion()
 	if err != nil || v < 1 {
-		return fmt.Errorf("%w: Landlock (Linux 5.13 or later, with landlock in the kernel's lsm= list): %v", ErrUnsupported, err)
+		return fmt.Errorf("%w: Landlock (Linux 5.13 or later, with landlock in the kernel's lsm= list): %w", ErrUnsupported, err)
 	}
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
 		return fmt.Errorf("%w: user namespaces (user.max_user_namespaces is 0)", ErrUnsupported)
@@ -33,8 +33,12 @@ func Check(p Policy) error {
 		}
 	}
 	if p.Home != "" {
-		if st, err := os.Stat(p.Home); err != nil || !st.IsDir() {
-			return fmt.Errorf("sandbox: the private directory %s: not a directory (%v)", p.Home, err)
+		st, err := os.Stat(p.Home)
+		if err != nil {
+			return fmt.Errorf("sandbox: the private directory: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("sandbox: the private directory %s is not a directory", p.Home)
 		}
 	}
 	return nil
@@ -54,7 +58,7 @@ func StartError(err error) error {
 		return nil
 	}
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) {
-		return fmt.Errorf("%w: the kernel refused the sandbox's namespaces (user namespaces are off, or the container's seccomp profile refuses them): %v", ErrUnsupported, err)
+		return fmt.Errorf("%w: the kernel refused the sandbox's namespaces (user namespaces are off, or the container's seccomp profile refuses them): %w", ErrUnsupported, err)
 	}
 	return err
 }

@@ -236,14 +236,14 @@ func (l *Launch) Wait(ctx context.Context) (net.Listener, error) {
 func passedFD(oob []byte) (int, error) {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("sandbox: no descriptor passed: %v", err)
+		return -1, fmt.Errorf("sandbox: no descriptor passed: %w", err)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
 		for _, fd := range fds {
 			_ = unix.Close(fd)
 		}
-		return -1, fmt.Errorf("sandbox: %d descriptors passed: %v", len(fds), err)
+		return -1, fmt.Errorf("sandbox: %d descriptors passed: %w", len(fds), err)
 	}
 	return fds[0], nil
 }

@@ -41,7 +41,7 @@ func runLauncher(report *os.File) error {
 	}
 	var l launch
 	if err := json.Unmarshal(data, &l); err != nil || len(l.Argv) == 0 {
-		return fmt.Errorf("a launch that does not parse (%v)", err)
+		return fmt.Errorf("a launch that does not parse (%w)", err)
 	}
 	if l.Namespaces {
 		// The mounts of a new mount namespace are copies whose events may
@@ -96,7 +96,7 @@ func runLauncher(report *os.File) error {
 	// Every access right of the newest ABI this package knows, those of
 	// the kernel's; RestrictPaths sets no_new_privs on every thread.
 	if err := landlock.V7.BestEffort().RestrictPaths(rules...); err != nil {
-		return fmt.Errorf("Landlock: %w", err)
+		return fmt.Errorf("landlock: %w", err)
 	}
 	if err := loadSeccomp(); err != nil {
 		return fmt.Errorf("seccomp: %w", err)

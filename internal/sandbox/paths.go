@@ -45,8 +45,8 @@ func installPaths(program string, args []string, dir string) []string {
 			out = append(out, p)
 		}
 	}
-	if real, err := filepath.EvalSymlinks(program); err == nil {
-		for _, p := range []string{program, real} {
+	if resolved, err := filepath.EvalSymlinks(program); err == nil {
+		for _, p := range []string{program, resolved} {
 			d := filepath.Dir(p)
 			add(d)
 			switch filepath.Base(d) {
@@ -70,14 +70,14 @@ func installPaths(program string, args []string, dir string) []string {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		real, err := filepath.EvalSymlinks(p)
+		resolved, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			continue
 		}
-		if st, err := os.Stat(real); err != nil || st.IsDir() {
+		if st, err := os.Stat(resolved); err != nil || st.IsDir() {
 			continue
 		}
-		add(moduleTree(real))
+		add(moduleTree(resolved))
 	}
 	return out
 }
