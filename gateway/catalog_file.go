@@ -47,7 +47,8 @@ type Catalog struct {
 
 // upstreamCuration is how one upstream's tools and prompts are served.
 type upstreamCuration struct {
-	pin     string // "", pinWarn or pinHold
+	sandbox *Sandbox // its sandbox's profile (the key sandbox); nil: none given
+	pin     string   // "", pinWarn or pinHold
 	tools   map[string]*toolCuration
 	prompts map[string]*promptCuration
 }
@@ -248,6 +249,20 @@ func parseUpstreamCuration(name string, n *yaml.Node) (*upstreamCuration, error)
 	served := map[string]string{} // served name -> the upstream's own
 	err := eachKey(n, "upstream "+name, func(k, v *yaml.Node) error {
 		switch k.Value {
+		case "sandbox":
+			var spec string
+			if err := scalar(k, v, &spec); err != nil {
+				return err
+			}
+			sb, err := ParseSandbox(spec)
+			if err != nil {
+				return fmt.Errorf("line %d: sandbox: %w", v.Line, err)
+			}
+			if err := sb.check(); err != nil {
+				return fmt.Errorf("line %d: %w", v.Line, err)
+			}
+			u.sandbox = &sb
+			return nil
 		case "pin":
 			if err := scalar(k, v, &u.pin); err != nil {
 				return err
@@ -295,7 +310,7 @@ func parseUpstreamCuration(name string, n *yaml.Node) (*upstreamCuration, error)
 				return nil
 			})
 		}
-		return fmt.Errorf("line %d: unknown key %q (an upstream has pin, tools and prompts)", k.Line, k.Value)
+		return fmt.Errorf("line %d: unknown key %q (an upstream has sandbox, pin, tools and prompts)", k.Line, k.Value)
 	})
 	return u, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -272,6 +273,11 @@ func (g *Gateway) SetCatalog(c *Catalog) error {
 		with := *c
 		with.lock = prev.lock // the lock stays until one is given (WithLock)
 		c = &with
+	}
+	for _, m := range g.mounts {
+		if u := c.curationOf(m.up.Name); u != nil && u.sandbox != nil && !reflect.DeepEqual(*u.sandbox, m.up.Sandbox) {
+			g.log.Warn("the catalog's sandbox of an upstream changed: it applies at the next start of vigil, not to this one", "upstream", m.up.Name)
+		}
 	}
 	g.catalog.Store(c)
 	c.sayDefault(g.log)

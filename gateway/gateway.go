@@ -388,6 +388,12 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	boxes := make([]*sandboxed, len(cfg.Upstreams))
+	cfg.Upstreams = slices.Clone(cfg.Upstreams) // the catalog's sandboxes go in the gateway's copy
+	for i := range cfg.Upstreams {
+		if err := cfg.Catalog.applySandbox(&cfg.Upstreams[i]); err != nil { // sandbox.go
+			return nil, err
+		}
+	}
 	for i, up := range cfg.Upstreams {
 		var err error
 		if boxes[i], err = newSandboxed(up, cfg.SandboxDir, cfg.Logger.With("upstream", up.Name)); err != nil { // sandbox.go

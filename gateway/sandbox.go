@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,6 +139,31 @@ func (s Sandbox) check() error {
 	return nil
 }
 
+// applySandbox gives up the sandbox the catalog names for it, if any:
+// one profile per upstream, the catalog's or Upstream.Sandbox, not both.
+func (c *Catalog) applySandbox(up *Upstream) error {
+	u := c.curationOf(up.Name)
+	if u == nil || u.sandbox == nil {
+		return nil
+	}
+	switch {
+	case len(up.Command) == 0:
+		return fmt.Errorf("gateway: catalog: upstream %s: a sandbox confines a stdio upstream; an HTTP one runs elsewhere", up.Name)
+	case !reflect.DeepEqual(up.Sandbox, Sandbox{}):
+		return fmt.Errorf("gateway: upstream %s: its sandbox is given twice, by the catalog and by -upstream-sandbox (Upstream.Sandbox): keep one", up.Name)
+	}
+	up.Sandbox = *u.sandbox
+	return nil
+}
+
+// curationOf returns the catalog's entry of the upstream name, or nil.
+func (c *Catalog) curationOf(name string) *upstreamCuration {
+	if c == nil {
+		return nil
+	}
+	return c.upstreams[name]
+}
+
 // sandboxed is a stdio upstream's confinement, made at Mount.
 type sandboxed struct {
 	policy sandbox.Policy
@@ -256,4 +282,74 @@ func privateDir(base, name string) (string, error) {
 		return "", fmt.Errorf("the private directory %s must be a directory of the gateway's user", dir)
 	}
 	return dir, nil
+}
+
+// ParseSandbox parses a profile as -upstream-sandbox and the catalog's
+// sandbox key write it, PROFILE[,KEY=VALUE...]: PROFILE none (or empty),
+// network or off; the keys read=PATH, write=PATH and net=HOST:PORT add to
+// it (each repeatable), memory=BYTES (with a K, M or G suffix; -1
+// unbounded), processes=N and files=N set its bounds. It checks the
+// syntax; Mount checks the rest.
+func ParseSandbox(spec string) (Sandbox, error) {
+	var sb Sandbox
+	for j, part := range strings.Split(spec, ",") {
+		k, val, hasValue := strings.Cut(part, "=")
+		if !hasValue {
+			if j > 0 {
+				return sb, fmt.Errorf("%q: a profile's name (none, network, off) comes first, and once", part)
+			}
+			switch part {
+			case "none", "":
+			case "network":
+				sb.Network = []string{"*"}
+			case "off":
+				sb.Off = true
+			default:
+				return sb, fmt.Errorf("unknown profile %q: none, network or off", part)
+			}
+			continue
+		}
+		var err error
+		switch k {
+		case "read":
+			sb.Read = append(sb.Read, val)
+		case "write":
+			sb.Write = append(sb.Write, val)
+		case "net":
+			sb.Network = append(sb.Network, val)
+		case "memory":
+			sb.MemoryBytes, err = parseBytes(val)
+		case "processes":
+			sb.Processes, err = strconv.Atoi(val)
+		case "files":
+			sb.OpenFiles, err = strconv.Atoi(val)
+		default:
+			return sb, fmt.Errorf("unknown key %q: read, write, net, memory, processes or files", k)
+		}
+		if err != nil {
+			return sb, fmt.Errorf("%s=%q: %w", k, val, err)
+		}
+	}
+	return sb, nil
+}
+
+// parseBytes parses N with an optional K, M or G suffix (binary), or -1.
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "G"), strings.HasSuffix(s, "GiB"):
+		mult, s = 1<<30, strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "G")
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "MiB"):
+		mult, s = 1<<20, strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "M")
+	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "KiB"):
+		mult, s = 1<<10, strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "K")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || (n < 1 && n != -1) || n > (1<<50)/mult {
+		return 0, fmt.Errorf("want BYTES (K, M or G), or -1 for unbounded")
+	}
+	if n == -1 {
+		return -1, nil
+	}
+	return n * mult, nil
 }
