@@ -14,6 +14,10 @@
 // free for the kernel to reclaim, and the next touch maps a page back with
 // a minor fault. It changes nothing the process sees but its resident
 // memory, and the kernel does the same to any of these pages under
-// memory pressure. Only a main package should call it, at rest (package
+// memory pressure. It unmaps only the pages that are still the file's,
+// which /proc/self/pagemap tells page by page: a page the loader wrote
+// before making it read-only (a position-independent executable's
+// relocated pointers, its RELRO segment) is the process's own copy, and
+// unmapping it would bring back the file's unrelocated bytes. Only a main package should call it, at rest (package
 // gcheadroom does, for the shipped binaries).
 package exepages
