@@ -17,7 +17,8 @@
 // memory pressure. It unmaps only the pages that are still the file's,
 // which /proc/self/pagemap tells page by page: a page the loader wrote
 // before making it read-only (a position-independent executable's
-// relocated pointers, its RELRO segment) is the process's own copy, and
-// unmapping it would bring back the file's unrelocated bytes. Only a main package should call it, at rest (package
+// relocated pointers, its RELRO segment; text relocations) is the
+// process's own copy, and unmapping it would bring back the file's
+// unrelocated bytes, on which a PIE died at its first rest. Only a main package should call it, at rest (package
 // gcheadroom does, for the shipped binaries).
 package exepages

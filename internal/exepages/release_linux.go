@@ -46,21 +46,14 @@ const pagemapChunk = 512
 // release advises MADV_DONTNEED on the pages of the mappings ms that
 // pagemap (the process's /proc/self/pagemap) shows present and
 // file-backed, a run of such pages at a time, and returns the bytes it
-// advised.
-//
-// A private mapping's page is the file's page (the page cache's) until
-// it is written: the write copies it into an anonymous page of the
-// process's own, and pagemap no longer shows it as a file page. The
-// loader writes such pages into mappings that are read-only by the time
-// the process runs: a position-independent executable's RELRO segment,
-// the pointers relocated to where the executable was loaded, and text
-// relocations. MADV_DONTNEED on a private mapping drops the page, file's
-// or written: the next touch maps the file's page again, whose bytes are
-// the unrelocated ones. So only a page that pagemap shows is the file's
-// is advised; a written page stays, and so does one swapped out (written,
-// not present) or never touched (nothing to give back). No one writes the
-// mappings between the reading and the advice: they are not writable, and
-// the process does not change their protection.
+// advised. A private mapping's page is the file's until it is written:
+// the write copies it into an anonymous page of the process's own, which
+// MADV_DONTNEED would drop, the next touch mapping the file's bytes
+// again (see the package doc for the loader's such pages). So a written
+// page stays, and so does one swapped out (written, not present) or not
+// resident (nothing to give back). No one writes the mappings between
+// the reading and the advice: they are not writable, and the process
+// does not change their protection.
 func release(ms []mapping, pagemap io.ReaderAt, pageSize uintptr) (uint64, error) {
 	var (
 		buf      [pagemapChunk * 8]byte
