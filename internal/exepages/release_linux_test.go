@@ -31,7 +31,6 @@ func TestReleaseUnmapsTheExecutable(t *testing.T) {
 	after := testkit.ExeResident(t, n, exe)
 	t.Logf("resident %d KiB before, %d KiB after", before>>10, after>>10)
 	assert.Greater(t, advised, before/2, "advised less than half of what was resident")
-	assert.LessOrEqual(t, advised, before, "advised more than was resident")
 	assert.Less(t, after, before/2, "the executable's pages stayed resident: %d KiB before, %d KiB after", before>>10, after>>10)
 }
 
