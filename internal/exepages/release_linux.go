@@ -28,7 +28,7 @@ func Release() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("exepages: %w", err)
 	}
-	defer pagemap.Close()
+	defer func() { _ = pagemap.Close() }() // read only: nothing to lose
 	return release(readOnly(maps, exe), pagemap, uintptr(os.Getpagesize()))
 }
 

@@ -45,7 +45,7 @@ func TestReleaseKeepsWrittenPages(t *testing.T) {
 	start := uintptr(addrOf(mem))
 	pagemap, err := os.Open("/proc/self/pagemap")
 	require.NoError(t, err)
-	defer pagemap.Close()
+	defer func() { _ = pagemap.Close() }()
 	require.Equal(t, []uint64{pagePresent | pageFile, pagePresent | pageFile, pagePresent, pagePresent | pageFile, pagePresent | pageFile, 0},
 		flags(t, pagemap, start, pages), "the pages before the release: file's, written, not resident")
 
@@ -83,7 +83,7 @@ func TestReleaseAdvisesRunsAcrossChunks(t *testing.T) {
 	start := uintptr(addrOf(mem))
 	pagemap, err := os.Open("/proc/self/pagemap")
 	require.NoError(t, err)
-	defer pagemap.Close()
+	defer func() { _ = pagemap.Close() }()
 	advised, err := release([]mapping{{start, start + uintptr(pages*ps)}}, pagemap, uintptr(ps))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(pages*ps), advised)
