@@ -151,6 +151,16 @@ func (w *urlWatcher) waitFor(s string, d time.Duration) bool {
 	}
 }
 
+// grown returns a channel closed by the next write.
+func (w *urlWatcher) grown() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.grew == nil {
+		w.grew = make(chan struct{})
+	}
+	return w.grew
+}
+
 func (w *urlWatcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

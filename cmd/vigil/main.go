@@ -28,7 +28,6 @@ import (
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
-	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/internal/metrics"
@@ -143,7 +142,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	// collection, and a budget read from a tuned limit was an eighth of
 	// that, too small for one large request (TestBytesOneCallerHoldsLargeCalls,
 	// under load: 255 of 256 calls refused 503).
-	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
+	defer startTuner(cfg.gcHeadroomMiB, logger).Stop()
 	// Run on one P while the load is under a core; see package maxprocs.
 	defer maxprocs.Start(logger).Stop()
 	closeGateway, err := f.mountUpstreams(ctx, registry, logger)

@@ -14,6 +14,11 @@
 // free for the kernel to reclaim, and the next touch maps a page back with
 // a minor fault. It changes nothing the process sees but its resident
 // memory, and the kernel does the same to any of these pages under
-// memory pressure. Only a main package should call it, at rest (package
+// memory pressure. It unmaps only the pages that are still the file's,
+// which /proc/self/pagemap tells page by page: a page the loader wrote
+// before making it read-only (a position-independent executable's
+// relocated pointers, its RELRO segment; text relocations) is the
+// process's own copy, and unmapping it would bring back the file's
+// unrelocated bytes, on which a PIE died at its first rest. Only a main package should call it, at rest (package
 // gcheadroom does, for the shipped binaries).
 package exepages

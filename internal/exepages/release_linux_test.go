@@ -30,7 +30,7 @@ func TestReleaseUnmapsTheExecutable(t *testing.T) {
 	require.NoError(t, err)
 	after := testkit.ExeResident(t, n, exe)
 	t.Logf("resident %d KiB before, %d KiB after", before>>10, after>>10)
-	assert.Greater(t, advised, before, "advised less than was resident")
+	assert.Greater(t, advised, before/2, "advised less than half of what was resident")
 	assert.Less(t, after, before/2, "the executable's pages stayed resident: %d KiB before, %d KiB after", before>>10, after>>10)
 }
 

@@ -60,6 +60,7 @@ type Tuner struct {
 	tunes        atomic.Int64         // tunings so far
 	resting      atomic.Bool          // the next tuning follows a release's collection (rest.go)
 	releasePages func()               // releases the executable's pages at rest (rest.go)
+	pagesEvery   int                  // >0: releasePages every that many RestIntervals, rest or not
 	cpu          func() time.Duration // the process's CPU time so far, for the pages' rest; negative: unknown
 	releases     atomic.Int64         // releases so far
 	ticker       *time.Ticker         // the rest watch's; nil: none
@@ -79,9 +80,18 @@ type Tuner struct {
 // and once a rest has lasted RestPages intervals, it releases the
 // executable's pages, once (see [RestPages]). It returns nil, changing
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
-func Start(headroom uint64) *Tuner {
+func Start(headroom uint64) *Tuner { return StartReleasing(headroom, 0, releasePages) }
+
+// StartReleasing is [Start] with pages called where Start releases the
+// executable's pages (exepages.Release), such as a main that logs what
+// the release gave back. When every is positive, pages is called every
+// every RestIntervals whatever the load, instead of once a rest: a
+// binary's tests, which cannot wait 30 s for each of many rests, build it
+// so (cmd/vigil's pagesEvery); never a production build, whose load would
+// map back every page it runs each time.
+func StartReleasing(headroom uint64, every int, pages func()) *Tuner {
 	ticker := time.NewTicker(RestInterval)
-	t := start(headroom, time.Now, ticker.C, cputime.Process, releasePages)
+	t := start(headroom, time.Now, ticker.C, cputime.Process, pages, every)
 	if t == nil {
 		ticker.Stop()
 		return nil
@@ -92,8 +102,10 @@ func Start(headroom uint64) *Tuner {
 
 // start is Start with the clock the small allocations' rate is timed by,
 // the ticks the rest watch looks for rest at (nil: no rest watch), the
-// process's CPU time and what releases the executable's pages at rest.
-func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, cpu func() time.Duration, pages func()) *Tuner {
+// process's CPU time, what releases the executable's pages at rest and,
+// when positive, every how many ticks it does whatever the load (see
+// [StartReleasing]).
+func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, cpu func() time.Duration, pages func(), every int) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
@@ -102,7 +114,7 @@ func start(headroom uint64, now func() time.Time, ticks <-chan time.Time, cpu fu
 	t := &Tuner{
 		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
 		sample: samples(sampled[:]), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
-		cpu: cpu, releasePages: pages,
+		cpu: cpu, releasePages: pages, pagesEvery: every,
 	}
 	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))

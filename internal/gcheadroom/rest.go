@@ -66,10 +66,14 @@ const RestCPU = RestInterval / 100
 // interval, when a rest releases the executable's pages: once, when the
 // last RestPages intervals used under RestCPU each on average, and again
 // only after a window that did not.
+//
+// A watch whose every is positive releases every that many intervals
+// instead, whatever the load (see [StartReleasing]).
 type pagesWatch struct {
 	readings [RestPages]time.Duration // the CPU time at the last RestPages readings; reading k at k%RestPages
 	k        int                      // the readings so far
 	released bool                     // the pages were released in this rest
+	every    int                      // >0: release every that many intervals, rest or not
 }
 
 // read takes the next reading of the CPU time so far, and reports whether
@@ -79,6 +83,9 @@ func (w *pagesWatch) read(cpu time.Duration) bool {
 	oldest, full := w.readings[i], w.k >= RestPages
 	w.readings[i] = cpu
 	w.k++
+	if w.every > 0 {
+		return (w.k-1)%w.every == 0 && w.k > 1
+	}
 	if !full {
 		return false
 	}
@@ -109,7 +116,7 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 		return v[0], v[1], v[2] - min(v[1], v[2]) + v[3], true
 	}
 	last, _, _, _ := read()
-	var pages pagesWatch
+	pages := pagesWatch{every: t.pagesEvery}
 	pages.read(t.cpu())
 	go func() {
 		defer close(done)

@@ -200,3 +200,20 @@ func TestPagesWatch(t *testing.T) {
 		})
 	}
 }
+
+// TestPagesWatchEvery: a watch told to release every k intervals does,
+// under load and at rest, from the k-th interval after its first reading.
+func TestPagesWatchEvery(t *testing.T) {
+	var cpu time.Duration
+	w := gcheadroom.NewPagesWatchEvery(cpu, 3)
+	var got []int
+	for i := 1; i <= 10; i++ {
+		if i > 5 {
+			cpu += gcheadroom.RestPages * gcheadroom.RestCPU // a load
+		}
+		if w.Read(cpu) {
+			got = append(got, i)
+		}
+	}
+	assert.Equal(t, []int{3, 6, 9}, got)
+}
