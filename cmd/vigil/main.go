@@ -44,7 +44,8 @@ func main() {
 	gateway.SandboxMain()
 	// The gateway's environment, memory and descriptors are out of reach
 	// of its own user's other processes (its upstreams), and it leaves no
-	// core dump.
+	// core dump; its pagemap, which it then could not open, is open before.
+	openPagemap()
 	undumpable()
 	// vigil serves no heap profile, so the runtime's sampling of
 	// allocations (a stack walk every 512 KiB allocated; see

@@ -16,6 +16,19 @@ import (
 // not mounted, or the kernel has no pagemap) or the kernel refuses the
 // advice; a page it has not advised stays resident, as it was.
 func Release() (uint64, error) {
+	pagemap, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, fmt.Errorf("exepages: %w", err)
+	}
+	defer func() { _ = pagemap.Close() }() // read only: nothing to lose
+	return ReleaseFrom(pagemap)
+}
+
+// ReleaseFrom is Release reading the process's own /proc/self/pagemap,
+// opened before: a process that made itself not dumpable (PR_SET_DUMPABLE
+// 0, as vigil does) can no longer open it unless it runs as root, and a
+// file opened before stays readable.
+func ReleaseFrom(pagemap *os.File) (uint64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("exepages: %w", err)
@@ -24,11 +37,6 @@ func Release() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("exepages: %w", err)
 	}
-	pagemap, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		return 0, fmt.Errorf("exepages: %w", err)
-	}
-	defer func() { _ = pagemap.Close() }() // read only: nothing to lose
 	return release(readOnly(maps, exe), pagemap, uintptr(os.Getpagesize()))
 }
 

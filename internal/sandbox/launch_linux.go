@@ -45,7 +45,9 @@ type launch struct {
 	MemoryBytes int64    `json:"memory_bytes"`
 	Processes   int      `json:"processes"`
 	OpenFiles   int      `json:"open_files"`
-	Root        bool     `json:"root"` // the gateway runs as root
+	Root        bool     `json:"root"`    // the gateway runs as root
+	MapUID      int      `json:"map_uid"` // the ids the launcher maps, itself (a gateway not run as root); 0: mapped already
+	MapGID      int      `json:"map_gid"`
 }
 
 // Launch is a confined process being started: [Prepare] made it, and
@@ -81,6 +83,12 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		l.Env = setEnv(l.Env, "TMPDIR", p.Home)
 	}
 	l.Root = os.Getuid() == 0
+	if !l.Root {
+		// The gateway is not dumpable, nor is its child until it executes
+		// the launcher: the gateway cannot write the child's uid_map, so
+		// the launcher maps its own ids, as its own user may.
+		l.MapUID, l.MapGID = os.Getuid(), os.Getgid()
+	}
 	data, err := json.Marshal(l)
 	if err != nil {
 		return nil, err
@@ -100,7 +108,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		return fail(err)
 	}
 	files = append(files, cr)
-	_, err = cw.Write(data)
+	_, err = cw.Write(data) // the pipe holds it whole (maxConfig)
 	_ = cw.Close()
 	if err != nil {
 		return fail(err)
@@ -122,7 +130,6 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 	cmd.Env = []string{envLaunch + "=1"}
 	cmd.Dir = ""
 	cmd.ExtraFiles = []*os.File{cr, theirs}
-	uid, gid := os.Getuid(), os.Getgid()
 	sys := &syscall.SysProcAttr{
 		Setpgid: true,
 		// The launcher becomes the program, the first process of its PID
@@ -137,7 +144,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 	if l.OwnNetwork {
 		sys.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	if uid == 0 {
+	if l.Root {
 		// Root in the namespace is root outside, without a capability:
 		// root's files are its own by their owner's bits, which Landlock
 		// confines to what the policy grants.
@@ -145,8 +152,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Launch, error) {
 		sys.UidMappings, sys.GidMappings = ids, ids
 		sys.AmbientCaps = nil // root of the namespace has them all
 	} else {
-		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		sys.AmbientCaps = append(sys.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID) // to map its own ids
 	}
 	cmd.SysProcAttr = sys
 	return &Launch{child: files, report: conn.(*net.UnixConn), proxy: l.Proxy}, nil

@@ -43,6 +43,11 @@ func runLauncher(report *os.File) error {
 	if err := json.Unmarshal(data, &l); err != nil || len(l.Argv) == 0 {
 		return fmt.Errorf("a launch that does not parse (%w)", err)
 	}
+	if l.MapUID != 0 {
+		if err := mapOwnIDs(l.MapUID, l.MapGID); err != nil {
+			return fmt.Errorf("mapping the sandbox's user: %w", err)
+		}
+	}
 	if l.Namespaces {
 		// The mounts of a new mount namespace are copies whose events may
 		// propagate back: make them private before mounting anything.
@@ -128,6 +133,22 @@ func splitFiles(paths []string) (dirs, files []string) {
 		}
 	}
 	return dirs, files
+}
+
+// mapOwnIDs maps the launcher's user and group namespace to its own user
+// and group outside, one id each, as an unprivileged user may (setgroups
+// denied first).
+func mapOwnIDs(uid, gid int) error {
+	for _, w := range []struct{ file, data string }{
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/uid_map", fmt.Sprintf("%d %d 1", uid, uid)},
+		{"/proc/self/gid_map", fmt.Sprintf("%d %d 1", gid, gid)},
+	} {
+		if err := os.WriteFile(w.file, []byte(w.data), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // boundPIDs bounds the sandbox's PID namespace to about n processes and
