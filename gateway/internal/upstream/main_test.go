@@ -6,7 +6,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/vigil-mcp/vigil/internal/sandbox")
+	"github.com/vigil-mcp/vigil/internal/sandbox"
+)
 
 // TestMain runs the test binary as a fake upstream process when
 // fakeModeEnv names a mode (see runFake), else the tests.
