@@ -39,7 +39,7 @@ func TestDiscoverIssuerRefusesAnotherResource(t *testing.T) {
 
 		resource = ""
 		_, err = discoverIssuer(t.Context(), srv.Client(), up)
-		assert.ErrorContains(t, err, `names the resource "", not `+up, "no resource: challenge %v", challenge)
+		require.ErrorContains(t, err, `names the resource "", not `+up, "no resource: challenge %v", challenge)
 
 		resource = up
 		issuer, err := discoverIssuer(t.Context(), srv.Client(), up)
