@@ -43,6 +43,7 @@ type subjectUpstream struct {
 	mu       sync.Mutex
 	tokens   []string                   // every bearer token received
 	sessions map[string]map[string]bool // the subjects seen on each of its sessions
+	refused  map[string]bool            // tokens it answers 401, valid or not (refuse)
 }
 
 func startSubjectUpstream(t *testing.T) *subjectUpstream {
@@ -69,8 +70,11 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 		if tok != "" {
 			u.mu.Lock()
 			u.tokens = append(u.tokens, tok)
+			refused := u.refused[tok]
 			u.mu.Unlock()
-			p, err = u.verifier.Load().Verify(r.Context(), tok)
+			if p, err = u.verifier.Load().Verify(r.Context(), tok); refused {
+				err = errors.New("refused")
+			}
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url+`/.well-known/oauth-protected-resource"`)
@@ -105,6 +109,17 @@ func (u *subjectUpstream) trust(t *testing.T, issuer string) {
 	require.NoError(t, err)
 	u.verifier.Store(v)
 	u.issuer.Store(&issuer)
+}
+
+// refuse makes u answer tok 401 from now on, though its authorization
+// server still deems it valid (its user changed her password, say).
+func (u *subjectUpstream) refuse(tok string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.refused == nil {
+		u.refused = map[string]bool{}
+	}
+	u.refused[tok] = true
 }
 
 func (u *subjectUpstream) seen() []string {
