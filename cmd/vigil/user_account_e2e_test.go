@@ -417,9 +417,11 @@ func TestUserAccount(t *testing.T) {
 	assert.Contains(t, text, `"upstream":"u"`)
 	// The refresh token's revocation (RFC 7009) revokes the grant: 200.
 	// oidc-provider revokes no JWT access token (400
-	// unsupported_token_type): the grant's revocation is what it offers.
+	// unsupported_token_type): the grant's revocation is what it offers,
+	// and what the answer says.
 	text = resultText(t, call2025(t, ca, "gateway_disconnect", map[string]any{"upstream": "u"}))
-	assert.Equal(t, "disconnected from u", text)
+	assert.True(t, strings.HasPrefix(text, "disconnected from u: the refresh token is revoked; "+
+		"the authorization server revokes no access token of this kind (unsupported_token_type), so the last one lives until 20"), text)
 	assert.Equal(t, 1, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "alice's refresh token revoked at the authorization server")
 	m = r.call2026(t, alice, "whoami", `{}`)
 	require.NotNil(t, m.Error, "asked again")
@@ -437,8 +439,10 @@ func TestUserAccount(t *testing.T) {
 	who.Set("upstream", "u")
 	resp, err = r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
 	require.NoError(t, err)
+	said, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "revoked")
+	assert.Contains(t, string(said), "disconnected: the refresh token is revoked; ", "the access token is said to live")
 	asked(t, call2025(t, cb, "whoami", nil))
 	assert.Equal(t, 2, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "bob's refresh token revoked too")
 

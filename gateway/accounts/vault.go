@@ -434,7 +434,8 @@ func (e *entry) ttl(now time.Time) time.Duration {
 // Disconnect removes principal's entry of upstream and revokes its
 // tokens at the authorization server (RFC 7009: the refresh token, then
 // the access token) when its Client has a RevocationURL. The entry is
-// gone even when the revocation fails, which the error then says. No
+// gone even when the revocation fails, which the error then says; one
+// that revoked the refresh token only is an [*AccessTokenLivesError]. No
 // entry is no error.
 func (v *Vault) Disconnect(ctx context.Context, principal, upstream string) error {
 	c, err := v.client(principal, upstream)

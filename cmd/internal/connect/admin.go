@@ -2,6 +2,7 @@ package connect
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -70,7 +71,13 @@ func AdminHandler(of func() *Connector, log *slog.Logger) http.Handler {
 			http.Error(w, "upstream= names none of the upstreams that act as each user", http.StatusNotFound)
 			return
 		}
-		if err := c.vault.Disconnect(r.Context(), key, up); err != nil {
+		err := c.vault.Disconnect(r.Context(), key, up)
+		if lives, ok := errors.AsType[*accounts.AccessTokenLivesError](err); ok {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("disconnected: " + livesText(lives) + "\n"))
+			return
+		}
+		if err != nil {
 			c.log.Warn("connect: admin: disconnect", "upstream", up, "error", err)
 			http.Error(w, "disconnected, but the revocation at the authorization server failed", http.StatusBadGateway)
 			return
