@@ -37,6 +37,22 @@ func (g *Gateway) EndpointScopes(r *http.Request) []string {
 	return nil
 }
 
+// AllEndpointScopes returns the scopes the catalog in force requires at
+// any of its endpoints, sorted, each once: what an OAuth guard's
+// metadata advertises in scopes_supported (RFC 9728) besides its own.
+func (g *Gateway) AllEndpointScopes() []string {
+	c := g.catalog.Load()
+	if c == nil {
+		return nil
+	}
+	var all []string
+	for _, e := range c.endpoints {
+		all = append(all, e.scopes...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
 // endpointNamed returns the catalog's endpoint name; nil when the
 // catalog in force has none of that name.
 func (g *Gateway) endpointNamed(name string) *endpointSpec {

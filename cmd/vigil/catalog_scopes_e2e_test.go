@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -31,7 +32,8 @@ const endpointScopesCatalog = `endpoints:
 // request needs and the metadata (resource_metadata), the refusal
 // counted as insufficient_scope; a token with team.blue works there; a
 // request without a token is refused 401 naming the endpoint's scope.
-// The calls counter names the endpoint each call came through.
+// The calls counter names the endpoint each call came through; the
+// metadata's scopes_supported lists the endpoints' scopes.
 func TestCatalogEndpointScopes(t *testing.T) {
 	up := startRecordingUpstream(t)
 	port := authResource(t)
@@ -86,6 +88,12 @@ func TestCatalogEndpointScopes(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Equal(t, `Bearer scope="team.red", resource_metadata="`+metadata+`"`, resp.Header.Get("WWW-Authenticate"),
 		"the challenge of a request without a token names the scope the endpoint needs")
+
+	var prm struct {
+		ScopesSupported []string `json:"scopes_supported"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(debugBody(t, v.hc, metadata)), &prm))
+	assert.Equal(t, []string{"team.blue", "team.red"}, prm.ScopesSupported, "the metadata advertises the endpoints' scopes")
 
 	metrics := debugBody(t, v.hc, base+"/metrics")
 	assert.Contains(t, metrics, `mcp_server_auth_failures_total{reason="insufficient_scope"} 2`, "the guard counted both refusals")

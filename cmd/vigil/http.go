@@ -138,7 +138,11 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 	var mcp http.Handler
 	var public map[string]http.Handler
 	if f.cfg.authEnabled() {
-		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.endpointScopes, f.svc.Registry, f.svc.Logger)
+		var endpointScopes []string // the catalog's at start: the metadata is built once
+		if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" {
+			endpointScopes = g.AllEndpointScopes()
+		}
+		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.endpointScopes, endpointScopes, f.svc.Registry, f.svc.Logger)
 		if err != nil {
 			return nil, nil, nil, err
 		}

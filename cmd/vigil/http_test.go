@@ -145,11 +145,11 @@ func TestNewAuthorization(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := defaultConfig()
 	cfg.authIssuer = down.URL
-	_, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, prometheus.NewRegistry(), logger)
+	_, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, nil, prometheus.NewRegistry(), logger)
 	require.ErrorContains(t, err, "-auth-issuer "+down.URL)
 
 	cfg.introspectionClientID, cfg.introspectionSecret = "vigil", "s3cret"
-	authz, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, prometheus.NewRegistry(), logger)
+	authz, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, nil, prometheus.NewRegistry(), logger)
 	require.NoError(t, err)
 	defer authz.close()
 	paths := slices.Sorted(maps.Keys(authz.public()))
