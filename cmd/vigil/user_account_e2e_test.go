@@ -44,6 +44,7 @@ type subjectUpstream struct {
 	tokens   []string                   // every bearer token received
 	sessions map[string]map[string]bool // the subjects seen on each of its sessions
 	refused  map[string]bool            // tokens it answers 401, valid or not (refuse)
+	closed   atomic.Bool                // every token is answered 401 (refuseAll)
 }
 
 func startSubjectUpstream(t *testing.T) *subjectUpstream {
@@ -72,7 +73,7 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 			u.tokens = append(u.tokens, tok)
 			refused := u.refused[tok]
 			u.mu.Unlock()
-			if p, err = u.verifier.Load().Verify(r.Context(), tok); refused {
+			if p, err = u.verifier.Load().Verify(r.Context(), tok); refused || u.closed.Load() {
 				err = errors.New("refused")
 			}
 		}

@@ -72,7 +72,10 @@ func (r *userRig) revokeLast(t *testing.T) {
 // alice's next call 401. When it refuses her token only (she changed her
 // password, say) while her grant at the authorization server
 // (oidc-provider) holds, that same call refreshes it once there and
-// answers as alice, in both eras. When her grant was revoked at the
+// answers as alice, in both eras; when it refuses the renewed token too
+// (her account there closed), the connection is forgotten and that same
+// call asks her again, as does each call after, one refresh each. When
+// her grant was revoked at the
 // authorization server (she revoked the gateway at her provider; the
 // upstream asks it about every token), the refresh is refused and that
 // same call answers -32042 with a fresh link, in both eras and at an
@@ -101,6 +104,27 @@ func TestUserAccountRefusedToken(t *testing.T) {
 		assert.Equal(t, int64(2), refreshes(), "one refresh more")
 		assert.Equal(t, "subject=alice", resultText(t, call2025(t, ca, "whoami", nil)), "no refresh more")
 		assert.Equal(t, int64(2), refreshes())
+	})
+	t.Run("renewed token refused too: asked again", func(t *testing.T) {
+		r := startUserRig(t)
+		alice := r.token(t, userAccounts[0])
+		ca := r.v.session(t, alice)
+		r.connect(t, asked(t, call2025(t, ca, "whoami", nil)), "alice")
+		require.Equal(t, "subject=alice", resultText(t, call2025(t, ca, "whoami", nil)))
+		refreshes := func() int64 {
+			return scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refreshes_total")
+		}
+
+		r.up.closed.Store(true) // her account at the upstream is closed: it refuses every token of hers
+		m := call2025(t, ca, "whoami", nil)
+		require.NotNil(t, m.Error, "%s", m.Result)
+		assert.NotContains(t, m.Error.Message, "HTTP 401")
+		r.connect(t, asked(t, m), "alice") // the renewed token refused too: forgotten, asked on the same call
+		assert.Equal(t, int64(1), refreshes(), "one refresh, no more")
+		m = call2025(t, ca, "whoami", nil)
+		require.NotNil(t, m.Error, "%s", m.Result)
+		asked(t, m) // while the upstream refuses her, each call asks her, after one refresh
+		assert.Equal(t, int64(2), refreshes(), "one refresh a call")
 	})
 	t.Run("grant revoked: asked again", func(t *testing.T) {
 		r := startRefusingUserRig(t, true)
