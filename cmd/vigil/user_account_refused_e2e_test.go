@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,4 +153,44 @@ func TestUserAccountRefusedToken(t *testing.T) {
 		assert.Equal(t, "subject=alice", resultText(t, r.call2026(t, alice, "whoami", `{}`)), "2026-07-28: connected again")
 		assert.Equal(t, int64(2), scrapeSum(t, strings.TrimPrefix(r.base, "http://"), "mcp_gateway_account_refresh_failures_total"), "two refused refreshes")
 	})
+}
+
+// TestUserAccountRefusedTokenElicitURL: in a 2025-11-25 session that
+// declared the elicitation url capability, alice's grant is revoked at
+// the authorization server and the upstream refuses her token: the
+// refresh is refused, she is sent elicitation/create in url mode on the
+// call's stream, the client accepts, she authorizes again in a browser,
+// and that same call answers as alice.
+func TestUserAccountRefusedTokenElicitURL(t *testing.T) {
+	r := startRefusingUserRig(t, true)
+	alice := r.token(t, userAccounts[0])
+	r.connect(t, asked(t, r.call2026(t, alice, "whoami", `{}`)), "alice")
+	c := newE2EClient(r.v.url, &http.Client{Transport: bearer{token: alice, base: r.v.hc.Transport}, Timeout: 30 * time.Second})
+	c.caps = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	require.NoError(t, c.initialize(t.Context()))
+	require.Equal(t, "subject=alice", resultText(t, call2025(t, c, "whoami", nil)))
+
+	r.revokeLast(t)
+	id, msg := c.request("tools/call", toolParams("whoami", nil, "", ""))
+	resp, err := c.post(t.Context(), msg)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var links []string
+	m, err := readResponse(resp, id, func(o rpcMessage) {
+		if o.Method != "elicitation/create" {
+			return
+		}
+		var p struct{ Mode, URL string }
+		require.NoError(t, json.Unmarshal(o.Params, &p))
+		require.Equal(t, "url", p.Mode, "%s", o.Params)
+		links = append(links, p.URL)
+		ack, err := c.post(t.Context(), map[string]any{"jsonrpc": "2.0", "id": o.ID, "result": map[string]any{"action": "accept"}})
+		require.NoError(t, err)
+		_ = ack.Body.Close()
+		r.connect(t, elicitation{URL: p.URL}, "alice")
+	})
+	require.NoError(t, err)
+	require.Len(t, links, 1, "asked once, on the call's stream")
+	assert.Equal(t, "subject=alice", resultText(t, m), "the same call, once she authorized again")
 }
