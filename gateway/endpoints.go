@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -96,7 +97,8 @@ func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
+		ctx := metrics.ContextWithEndpoint(context.WithValue(r.Context(), endpointKey{}, e), e.name) // the request duration's endpoint label
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -32,8 +32,9 @@ const endpointScopesCatalog = `endpoints:
 // request needs and the metadata (resource_metadata), the refusal
 // counted as insufficient_scope; a token with team.blue works there; a
 // request without a token is refused 401 naming the endpoint's scope.
-// The calls counter names the endpoint each call came through; the
-// metadata's scopes_supported lists the endpoints' scopes.
+// The calls counter and the request duration name the endpoint each
+// call came through; the metadata's scopes_supported lists the
+// endpoints' scopes.
 func TestCatalogEndpointScopes(t *testing.T) {
 	up := startRecordingUpstream(t)
 	port := authResource(t)
@@ -101,5 +102,10 @@ func TestCatalogEndpointScopes(t *testing.T) {
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="blue",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 0`,
 		"no call came through /mcp")
+	for _, e := range []string{"red", "blue"} {
+		assert.Regexp(t, `(?m)^mcp_server_operation_duration_seconds_count\{endpoint="`+e+`",error_type="",gen_ai_tool_name="hello",mcp_method_name="tools/call",[^}]*\} 1$`, metrics,
+			"the request duration names the endpoint the call came through")
+	}
+	assert.NotRegexp(t, `(?m)^mcp_server_operation_duration_seconds_count\{endpoint="",[^}]*gen_ai_tool_name="hello"[^}]*\} [1-9]`, metrics, "none through /mcp")
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
