@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -69,6 +70,25 @@ func (g *Gateway) endpointFor(p string) (e *endpointSpec, ok bool) {
 	return e, e != nil
 }
 
+// AllEndpointScopes returns the scopes the catalog in force requires at
+// any of its endpoints, sorted, each once: what an OAuth guard's
+// metadata advertises in scopes_supported (RFC 9728) besides its own.
+func (g *Gateway) AllEndpointScopes() []string {
+	c := g.catalog.Load()
+	if c == nil {
+		return nil
+	}
+	var all []string
+	for _, e := range c.endpoints {
+		all = append(all, e.scopes...)
+	}
+	if c.def != nil { // the default endpoint's (the catalog's default key)
+		all = append(all, c.def.scopes...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
 // endpointNamed returns the catalog's endpoint name; nil when the
 // catalog in force has none of that name.
 func (g *Gateway) endpointNamed(name string) *endpointSpec {
@@ -108,7 +128,8 @@ func (g *Gateway) Endpoints(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // with the default endpoint's selection (endpointAt)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
+		ctx := metrics.ContextWithEndpoint(context.WithValue(r.Context(), endpointKey{}, e), e.name) // the request duration's endpoint label
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -76,6 +76,14 @@ type Upstream struct {
 	// caller sends (initialize of the catalog's session, listings) is not
 	// asked about.
 	Authorize func(ctx context.Context) error
+	// Refused, when set, is asked when the HTTP upstream answers HTTP
+	// 401 to a caller's request (the credentials of Credentials
+	// refused), with the caller's ctx; again is false the first time,
+	// true when the request was sent once more already. nil sends the
+	// request once more (a 401 means the upstream did nothing, so any
+	// request may be); an error answers the caller as it is, as
+	// Authorize's does. A third 401 answers -32603.
+	Refused func(ctx context.Context, again bool) error
 	// Tools, when not empty, filters the upstream's tools by their own
 	// names (before any prefix): a tool is served when a pattern matches
 	// it (path.Match globs; every tool when all patterns are denials) and

@@ -141,6 +141,8 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		return nil, old, err // the caller left: not the upstream's failure
 	case errors.Is(err, errNoEra):
 		return nil, old, err // it serves, in another era: no setback
+	case err != nil && l != l.m.catalog && l.m.up.Refused != nil && refused(err):
+		return nil, old, err // the caller's credentials refused (HTTP 401), not the upstream's failure: the caller renews them (relay.go)
 	case err != nil:
 		l.mu.Lock()
 		l.backoff = nextBackoff(l.backoff)

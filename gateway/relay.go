@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -35,11 +37,22 @@ func (m *mount) relay(ctx context.Context, method string, raw json.RawMessage, n
 	defer m.release(l)
 	ctx, asked := watchUntranslated(ctx, m.up.Name) // rounds.go
 	if asked != nil && roundMethods[method] {
-		s, err := l.session(ctx)
-		if err != nil {
+		var started error // the session's start failed: err is that
+		send := func() (json.RawMessage, error) {
+			s, err := l.session(ctx)
+			if started = err; err != nil {
+				return nil, err
+			}
+			return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
+		}
+		res, err := send()
+		if m.up.Refused != nil && refused(err) && ctx.Err() == nil {
+			res, err = m.sendRefused(ctx, method, err, send)
+		}
+		if err != nil && err == started { //nolint:errorlint // the very error of the start
 			return nil, m.callError(ctx, err)
 		}
-		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
+		return res, err
 	}
 	res, err := m.call(ctx, l, method, raw, notes, retry)
 	if err := asked.failure(); err != nil {
@@ -55,8 +68,19 @@ func (m *mount) relay(ctx context.Context, method string, raw json.RawMessage, n
 // answers that it no longer knows the session (it expired, or the
 // upstream restarted), a new session is opened and a call that retry
 // allows is sent once more on it (never twice). One that is not retried
-// fails with an error that says why.
+// fails with an error that says why. An HTTP 401 to a caller's request
+// goes to Refused (sendRefused).
 func (m *mount) call(ctx context.Context, l *link, method string, params json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
+	res, err := m.callOnce(ctx, l, method, params, notes, retry)
+	if m.up.Refused != nil && refused(err) && ctx.Err() == nil {
+		return m.sendRefused(ctx, method, err, func() (json.RawMessage, error) { return m.callOnce(ctx, l, method, params, notes, retry) })
+	}
+	return res, err
+}
+
+// callOnce is call but for a 401 (the caller's credentials refused, at
+// the session's start or on the call), which it returns.
+func (m *mount) callOnce(ctx context.Context, l *link, method string, params json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
 	s, err := l.session(ctx)
 	if err != nil {
 		return nil, err
@@ -76,6 +100,31 @@ func (m *mount) call(ctx context.Context, l *link, method string, params json.Ra
 		return nil, err
 	}
 	return s.Call(ctx, method, params, notes)
+}
+
+// sendRefused is what follows the upstream's HTTP 401 (err) to a
+// caller's request of method: Refused renews the caller's credentials,
+// or answers with its error (asking the user to authorize again), and
+// send sends the request once more, twice at most. A 401 means the
+// upstream did nothing with it: any request may be sent again.
+func (m *mount) sendRefused(ctx context.Context, method string, err error, send func() (json.RawMessage, error)) (json.RawMessage, error) {
+	for _, again := range []bool{false, true} {
+		m.log.Info("gateway: the upstream refused the caller's credentials (HTTP 401): renewing them", "upstream", m.up.Name, "method", method, "again", again)
+		if rerr := m.up.Refused(ctx, again); rerr != nil {
+			return nil, rerr
+		}
+		var res json.RawMessage
+		if res, err = send(); !refused(err) || ctx.Err() != nil {
+			return res, err
+		}
+	}
+	return nil, err
+}
+
+// refused reports whether err is an HTTP upstream's 401 answer.
+func refused(err error) bool {
+	rpc, ok := errors.AsType[*transport.Error](err)
+	return ok && rpc.HTTPStatus == http.StatusUnauthorized
 }
 
 // retrySafe reports whether method may be sent again on a new session

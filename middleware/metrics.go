@@ -72,7 +72,10 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}
-	tool, registered, upstream := "", false, ""
+	tool, registered, upstream, endpoint := "", false, "", ""
+	if m.UpstreamLabeled() {
+		endpoint = metrics.EndpointOf(req.ArrivalContext())
+	}
 	if req.Method == "tools/call" {
 		tool = req.Name
 		if tool != "" && req.Session != nil {
@@ -94,6 +97,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 		ProtocolVersion: protocolOf(req),
 		Transport:       transport,
 		Upstream:        upstream,
+		Endpoint:        endpoint,
 		Duration:        end.Sub(start),
 		Ended:           end,
 		TraceID:         traceID,

@@ -68,6 +68,11 @@ type Error struct {
 	Code    int64           `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
+	// HTTPStatus is the HTTP error status the error answered with, when
+	// a client transport made it of one (a Streamable HTTP server's 401
+	// or 503, with or without a JSON-RPC error body); 0 otherwise. It is
+	// never encoded.
+	HTTPStatus int `json:"-"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }

@@ -33,10 +33,10 @@ type authorization struct {
 // newAuthorization builds the resource server of resource, the canonical
 // URI of /mcp, as the -auth-* flags say (package resourceserver), with
 // srv's tool scopes and the scopes requestScopes (nil: none) says a
-// request needs, its failures counted in registry; with -auth-exchange-*,
+// request needs (endpointScopes, all of them, advertised in its metadata), its failures counted in registry; with -auth-exchange-*,
 // its Exchanger and downstream_whoami.
 func newAuthorization(
-	ctx context.Context, cfg config, resource string, srv *server.Server, requestScopes func(*http.Request) []string,
+	ctx context.Context, cfg config, resource string, srv *server.Server, requestScopes func(*http.Request) []string, endpointScopes []string,
 	registry prometheus.Registerer, logger *slog.Logger,
 ) (*authorization, error) {
 	if cfg.authInsecureHTTP {
@@ -49,7 +49,7 @@ func newAuthorization(
 	rs, client, release, err := resourceserver.New(ctx, resourceserver.Config{
 		Issuer: cfg.authIssuer, Resource: resource, ClientID: cfg.introspectionClientID, ClientSecret: cfg.introspectionSecret,
 		CacheTTL: cfg.authCacheTTL, MissRate: cfg.authIntrospectRate, InsecureHTTP: cfg.authInsecureHTTP, Scopes: cfg.authScopes,
-		HideTools: cfg.authHideTools, RequestScopes: requestScopes, DPoP: dpop, MaxBodyBytes: cfg.maxBody, Server: srv, Registerer: registry, Logger: logger,
+		HideTools: cfg.authHideTools, RequestScopes: requestScopes, EndpointScopes: endpointScopes, DPoP: dpop, MaxBodyBytes: cfg.maxBody, Server: srv, Registerer: registry, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

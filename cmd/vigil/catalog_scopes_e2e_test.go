@@ -33,7 +33,9 @@ const endpointScopesCatalog = `endpoints:
 // request needs and the metadata (resource_metadata), the refusal
 // counted as insufficient_scope; a token with team.blue works there; a
 // request without a token is refused 401 naming the endpoint's scope.
-// The calls counter names the endpoint each call came through.
+// The calls counter and the request duration name the endpoint each
+// call came through; the metadata's scopes_supported lists the
+// endpoints' scopes.
 func TestCatalogEndpointScopes(t *testing.T) {
 	up := startRecordingUpstream(t)
 	port := authResource(t)
@@ -89,12 +91,23 @@ func TestCatalogEndpointScopes(t *testing.T) {
 	assert.Equal(t, `Bearer scope="team.red", resource_metadata="`+metadata+`"`, resp.Header.Get("WWW-Authenticate"),
 		"the challenge of a request without a token names the scope the endpoint needs")
 
+	var prm struct {
+		ScopesSupported []string `json:"scopes_supported"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(debugBody(t, v.hc, metadata)), &prm))
+	assert.Equal(t, []string{"team.blue", "team.red"}, prm.ScopesSupported, "the metadata advertises the endpoints' scopes")
+
 	metrics := debugBody(t, v.hc, base+"/metrics")
 	assert.Contains(t, metrics, `mcp_server_auth_failures_total{reason="insufficient_scope"} 2`, "the guard counted both refusals")
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="red",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="blue",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="hello",mcp_method_name="tools/call",outcome="ok",upstream="u"} 0`,
 		"no call came through /mcp")
+	for _, e := range []string{"red", "blue"} {
+		assert.Regexp(t, `(?m)^mcp_server_operation_duration_seconds_count\{endpoint="`+e+`",error_type="",gen_ai_tool_name="hello",mcp_method_name="tools/call",[^}]*\} 1$`, metrics,
+			"the request duration names the endpoint the call came through")
+	}
+	assert.NotRegexp(t, `(?m)^mcp_server_operation_duration_seconds_count\{endpoint="",[^}]*gen_ai_tool_name="hello"[^}]*\} [1-9]`, metrics, "none through /mcp")
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
 

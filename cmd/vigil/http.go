@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -34,6 +36,7 @@ type front struct {
 	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
 	users   *connect.Connector              // the user-mode upstreams' flows (-upstream-auth NAME=user); nil without
 	audit   io.Writer                       // the audit log (-audit-log), which the gateway's pin changes go to too; nil: none
+	log     *slog.Logger
 }
 
 // options returns the service's options of front, and the rest of what
@@ -49,7 +52,10 @@ func (f *front) options() []vigil.Option {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
 	if upstreamspec.Users(f.cfg.upstreamAuth) > 0 { // a user's connections, listed and revoked
-		opts = append(opts, vigil.WithAdminHandler("/admin/", connect.AdminHandler(func() *connect.Connector { return f.users })))
+		opts = append(opts, vigil.WithAdminHandler("/admin/", connect.AdminHandler(func() *connect.Connector { return f.users }, f.log)))
+		if w := adminAccountsWarning(f.cfg); w != "" {
+			f.log.Warn(w, "addr", f.cfg.adminAddr)
+		}
 	}
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadinessDetail(f.readyDetail))
@@ -62,6 +68,20 @@ func (f *front) options() []vigil.Option {
 		opts = append(opts, vigil.WithEndpointOptions(streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0))))
 	}
 	return opts
+}
+
+// adminAccountsWarning is the warning of an -admin-http beyond loopback
+// that serves the user mode's /admin/connections (-upstream-auth
+// NAME=user): what it lets anyone who reaches it do; "" when the admin
+// listener is loopback, or there is none.
+func adminAccountsWarning(cfg config) string {
+	if cfg.adminAddr == "" || loopback.ListenAddr(cfg.adminAddr) || upstreamspec.Users(cfg.upstreamAuth) == 0 {
+		return ""
+	}
+	return "the admin listener is reachable beyond this host, with no authorization, and serves the accounts of -upstream-auth NAME=user: " +
+		"GET /admin/connections lists any user's connections to the upstreams that act as each user, " +
+		"POST /admin/connections/revoke disconnects any user and revokes her tokens at the authorization server; " +
+		"firewall it to operators, or listen on loopback and reach it through a port-forward"
 }
 
 // ready is the readiness check of /readyz beyond serving: Redis answers
@@ -118,7 +138,11 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 	var mcp http.Handler
 	var public map[string]http.Handler
 	if f.cfg.authEnabled() {
-		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.endpointScopes, f.svc.Registry, f.svc.Logger)
+		var endpointScopes []string // the catalog's at start: the metadata is built once
+		if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" {
+			endpointScopes = g.AllEndpointScopes()
+		}
+		authz, err := newAuthorization(ctx, f.cfg, resourceURI(f.cfg, addr), f.svc.Server, f.endpointScopes, endpointScopes, f.svc.Registry, f.svc.Logger)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -144,11 +145,11 @@ func TestNewAuthorization(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := defaultConfig()
 	cfg.authIssuer = down.URL
-	_, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, prometheus.NewRegistry(), logger)
+	_, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, nil, prometheus.NewRegistry(), logger)
 	require.ErrorContains(t, err, "-auth-issuer "+down.URL)
 
 	cfg.introspectionClientID, cfg.introspectionSecret = "vigil", "s3cret"
-	authz, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, prometheus.NewRegistry(), logger)
+	authz, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, nil, nil, prometheus.NewRegistry(), logger)
 	require.NoError(t, err)
 	defer authz.close()
 	paths := slices.Sorted(maps.Keys(authz.public()))
@@ -183,4 +184,17 @@ func dial(t *testing.T, addr string) net.Conn {
 	t.Cleanup(func() { _ = conn.Close() })
 	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
 	return conn
+}
+
+// An -admin-http beyond loopback that serves the user mode's accounts is
+// warned about by name: the listings and revocations anyone reaching it
+// may make. Loopback, or no user-mode upstream, is no such warning.
+func TestAdminAccountsWarning(t *testing.T) {
+	users := map[string]upstreamspec.Auth{"u": {Mode: upstreamspec.User}}
+	w := adminAccountsWarning(config{adminAddr: "0.0.0.0:9090", upstreamAuth: users})
+	assert.Contains(t, w, "GET /admin/connections lists any user's connections")
+	assert.Contains(t, w, "POST /admin/connections/revoke disconnects any user")
+	assert.Empty(t, adminAccountsWarning(config{adminAddr: "127.0.0.1:9090", upstreamAuth: users}), "loopback")
+	assert.Empty(t, adminAccountsWarning(config{adminAddr: "0.0.0.0:9090"}), "no user-mode upstream")
+	assert.Empty(t, adminAccountsWarning(config{upstreamAuth: users}), "no admin listener")
 }

@@ -124,7 +124,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	if audit != nil {
 		auditOut, auditDropped = audit, audit.Dropped
 	}
-	f := &front{cfg: cfg, audit: auditOut}
+	f := &front{cfg: cfg, audit: auditOut, log: logger}
 	defer f.close()
 	pageOpts, closeTracing, err := pageOptions(ctx, cfg, page, f)
 	if err != nil {

@@ -87,6 +87,10 @@ type oidcOptions struct {
 	// URIs.
 	Accounts   []string
 	WebClients []oidcWebClient
+	// RevokeGrant makes the revocation of an access token revoke its
+	// grant, its refresh token included (a user revoking the application
+	// at her provider); by default it revokes that token only.
+	RevokeGrant bool
 }
 
 // oidcWebClient is a client of the authorization code flow.
@@ -228,6 +232,9 @@ func (p *oidcProvider) start(t *testing.T, keys []*oidcKey) {
 	}
 	for _, c := range p.opts.WebClients {
 		args = append(args, "--web-client-id", c.ID, "--web-client-secret", c.Secret, "--redirect-uri", c.RedirectURI)
+	}
+	if p.opts.RevokeGrant {
+		args = append(args, "--revoke-grant")
 	}
 	if p.opts.AccessTokenTTL > 0 {
 		args = append(args, "--access-token-ttl", strconv.Itoa(int(p.opts.AccessTokenTTL/time.Second)))

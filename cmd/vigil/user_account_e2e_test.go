@@ -43,6 +43,8 @@ type subjectUpstream struct {
 	mu       sync.Mutex
 	tokens   []string                   // every bearer token received
 	sessions map[string]map[string]bool // the subjects seen on each of its sessions
+	refused  map[string]bool            // tokens it answers 401, valid or not (refuse)
+	closed   atomic.Bool                // every token is answered 401 (refuseAll)
 }
 
 func startSubjectUpstream(t *testing.T) *subjectUpstream {
@@ -69,8 +71,11 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 		if tok != "" {
 			u.mu.Lock()
 			u.tokens = append(u.tokens, tok)
+			refused := u.refused[tok]
 			u.mu.Unlock()
-			p, err = u.verifier.Load().Verify(r.Context(), tok)
+			if p, err = u.verifier.Load().Verify(r.Context(), tok); refused || u.closed.Load() {
+				err = errors.New("refused")
+			}
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url+`/.well-known/oauth-protected-resource"`)
@@ -105,6 +110,17 @@ func (u *subjectUpstream) trust(t *testing.T, issuer string) {
 	require.NoError(t, err)
 	u.verifier.Store(v)
 	u.issuer.Store(&issuer)
+}
+
+// refuse makes u answer tok 401 from now on, though its authorization
+// server still deems it valid (its user changed her password, say).
+func (u *subjectUpstream) refuse(tok string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.refused == nil {
+		u.refused = map[string]bool{}
+	}
+	u.refused[tok] = true
 }
 
 func (u *subjectUpstream) seen() []string {
@@ -402,9 +418,11 @@ func TestUserAccount(t *testing.T) {
 	assert.Contains(t, text, `"upstream":"u"`)
 	// The refresh token's revocation (RFC 7009) revokes the grant: 200.
 	// oidc-provider revokes no JWT access token (400
-	// unsupported_token_type): the grant's revocation is what it offers.
+	// unsupported_token_type): the grant's revocation is what it offers,
+	// and what the answer says.
 	text = resultText(t, call2025(t, ca, "gateway_disconnect", map[string]any{"upstream": "u"}))
-	assert.Equal(t, "disconnected from u", text)
+	assert.True(t, strings.HasPrefix(text, "disconnected from u: the refresh token is revoked; "+
+		"the authorization server revokes no access token of this kind (unsupported_token_type), so the last one lives until 20"), text)
 	assert.Equal(t, 1, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "alice's refresh token revoked at the authorization server")
 	m = r.call2026(t, alice, "whoami", `{}`)
 	require.NotNil(t, m.Error, "asked again")
@@ -422,8 +440,10 @@ func TestUserAccount(t *testing.T) {
 	who.Set("upstream", "u")
 	resp, err = r.v.hc.Post(r.base+"/admin/connections/revoke?"+who.Encode(), "", nil)
 	require.NoError(t, err)
+	said, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "revoked")
+	assert.Contains(t, string(said), "disconnected: the refresh token is revoked; ", "the access token is said to live")
 	asked(t, call2025(t, cb, "whoami", nil))
 	assert.Equal(t, 2, strings.Count(r.as.out.String(), "POST /token/revocation 200"), "bob's refresh token revoked too")
 

@@ -32,6 +32,7 @@ type testAS struct {
 	gate      chan struct{}   // when not nil, a refresh waits for it to close
 	status    int             // when not 0, the token endpoint answers it
 	onEnter   chan struct{}   // when not nil, gets a value per refresh request (never blocks)
+	jwtAccess bool            // its access tokens are JWTs it revokes none of (RFC 7009 unsupported_token_type)
 }
 
 const (
@@ -95,7 +96,11 @@ func (a *testAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/revoke":
 		a.mu.Lock()
 		a.revoked = append(a.revoked, r.PostForm.Get("token_type_hint"), r.PostForm.Get("token"))
+		jwtAccess := a.jwtAccess
 		a.mu.Unlock()
+		if jwtAccess && r.PostForm.Get("token_type_hint") == "access_token" {
+			writeOAuthError(w, http.StatusBadRequest, "unsupported_token_type", "")
+		}
 	case "/token":
 		a.serveRefresh(w, r)
 	default:

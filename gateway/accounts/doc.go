@@ -11,7 +11,9 @@
 // for it, at most a bounded time, and read its result. A refresh the
 // authorization server refuses (invalid_grant), an entry that is missing,
 // or an expired one without a refresh token are [ErrAuthorize]: the user
-// must authorize again, and the entry is gone. [Vault.Save] stores the
+// must authorize again, and the entry is gone. [Vault.Renew] refreshes at
+// once a token an upstream refused (HTTP 401), [Vault.Forget] drops an
+// entry without revoking it. [Vault.Save] stores the
 // tokens of a completed authorization, [Vault.Disconnect] removes an entry
 // and revokes its tokens at the authorization server (RFC 7009) when it
 // has a revocation endpoint, [Vault.Connections] lists a principal's

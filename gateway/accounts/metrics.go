@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer, upstreams []string) (*metrics, error)
 		}, []string{"upstream"}),
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricRevocations,
-			Help: "Revocations (RFC 7009) the token vault asked of an upstream's authorization server at a disconnection, by upstream and outcome (revoked, failed).",
+			Help: "Revocations (RFC 7009) the token vault asked of an upstream's authorization server at a disconnection, by upstream and outcome (revoked; refresh_only: the refresh token revoked, the access token of a kind the server revokes none of, living until it expires; failed).",
 		}, []string{"upstream", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.refreshes, m.failures, m.connections, m.revocations} {
@@ -54,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, upstreams []string) (*metrics, error)
 		for _, r := range refreshReasons {
 			m.failures.WithLabelValues(u, r)
 		}
-		for _, o := range []string{revokeOK, revokeFailed} {
+		for _, o := range []string{revokeOK, revokeRefresh, revokeFailed} {
 			m.revocations.WithLabelValues(u, o)
 		}
 	}

@@ -27,8 +27,9 @@ var refreshReasons = []string{reasonRefused, reasonExpired, reasonMoved, reasonR
 
 // refresh refreshes e, the entry of (principal, upstream) at version,
 // under the Store's lease, stores the result and returns its access
-// token.
-func (v *Vault) refresh(ctx context.Context, principal, upstream string, c *Client, e *entry, version uint64) (secret, error) {
+// token; refused when an upstream refused e's access token, which a
+// failed refresh then does not return.
+func (v *Vault) refresh(ctx context.Context, principal, upstream string, c *Client, e *entry, version uint64, refused bool) (secret, error) {
 	if e.refresh == "" {
 		return v.forget(ctx, principal, upstream, version, reasonExpired, "expired, without a refresh token")
 	}
@@ -51,7 +52,7 @@ func (v *Vault) refresh(ctx context.Context, principal, upstream string, c *Clie
 		}
 		v.metrics.failed(upstream, reason)
 		v.logger.Warn("accounts: a refresh failed", "upstream", upstream, "reason", reason, "detail", why)
-		if now.Before(e.expiry) {
+		if now.Before(e.expiry) && !refused {
 			return e.access, nil // still valid: the next call tries again
 		}
 		return "", fmt.Errorf("accounts: refreshing the token of %s: %s", upstream, why)

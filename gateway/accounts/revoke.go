@@ -19,9 +19,29 @@ const revokeBudget = 10 * time.Second
 
 // Revocation outcomes, the label of the revocations' metric.
 const (
-	revokeOK     = "revoked"
-	revokeFailed = "failed"
+	revokeOK      = "revoked"
+	revokeRefresh = "refresh_only" // the refresh token revoked; the access token lives until it expires
+	revokeFailed  = "failed"
 )
+
+// AccessTokenLivesError is the error of a [Vault.Disconnect] that
+// revoked the refresh token (and with it the grant's refreshes) but not
+// the access token, of a kind the authorization server revokes none of
+// (RFC 7009 unsupported_token_type, as for a JWT): the entry is gone, and
+// the last access token lives until Expiry (zero: unknown).
+type AccessTokenLivesError struct {
+	Upstream string
+	Expiry   time.Time
+}
+
+func (e *AccessTokenLivesError) Error() string {
+	until := "until it expires"
+	if !e.Expiry.IsZero() {
+		until = "until " + e.Expiry.UTC().Format(time.RFC3339)
+	}
+	return "accounts: " + e.Upstream + ": the connection is removed and its refresh token revoked; the authorization server revokes " +
+		"no access token of this kind (unsupported_token_type), so the last one lives " + until
+}
 
 // revoke revokes e's tokens at c's revocation endpoint (RFC 7009): the
 // refresh token first, which revokes the grant's access tokens at most
@@ -36,16 +56,24 @@ func (v *Vault) revoke(ctx context.Context, upstream string, c *Client, e *entry
 		grantRevoked = err == nil
 		errs = append(errs, err)
 	}
-	if err := v.revokeOne(ctx, c, e.access, "access_token"); !grantRevoked || !errors.Is(err, errUnsupportedTokenType) {
+	accessLives := false
+	if err := v.revokeOne(ctx, c, e.access, "access_token"); grantRevoked && errors.Is(err, errUnsupportedTokenType) {
 		// A server that revokes no access tokens of this kind (a JWT
 		// lives until it expires) has revoked the grant with its
-		// refresh token: that is the revocation it offers.
+		// refresh token: that is the revocation it offers, which is
+		// said as it is.
+		accessLives = true
+	} else {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		v.metrics.revoked(upstream, revokeFailed)
 		v.logger.Warn("accounts: a revocation failed: the connection is removed, its tokens may live until they expire", "upstream", upstream, "error", err)
 		return fmt.Errorf("accounts: %s: the connection is removed, but its revocation failed: %w", upstream, err)
+	}
+	if accessLives {
+		v.metrics.revoked(upstream, revokeRefresh)
+		return &AccessTokenLivesError{Upstream: upstream, Expiry: e.expiry}
 	}
 	v.metrics.revoked(upstream, revokeOK)
 	return nil

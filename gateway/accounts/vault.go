@@ -224,7 +224,7 @@ func (v *Vault) Token(ctx context.Context, principal, upstream string) (string, 
 		// the others waiting on it; bounded by its own budget.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitBudget+refreshBudget)
 		defer cancel()
-		return v.refreshShared(rctx, principal, upstream, c)
+		return v.refreshShared(rctx, principal, upstream, c, "")
 	})
 	select {
 	case r := <-ch:
@@ -237,9 +237,68 @@ func (v *Vault) Token(ctx context.Context, principal, upstream string) (string, 
 	}
 }
 
+// Renew refreshes principal's token of upstream now, whatever its
+// expiry, when it is still refused, the access token an upstream refused
+// (it answered HTTP 401: the user revoked the grant, say; "": the one the
+// entry holds now), and returns the new access token; when another call
+// renewed it already, the entry's. An error wrapping [ErrAuthorize] means
+// the principal must authorize again (the entry is gone: the refresh was
+// refused, or there is no refresh token); another is transient, and a
+// refused token is never returned. Concurrent renewals of one entry
+// refresh it once.
+func (v *Vault) Renew(ctx context.Context, principal, upstream, refused string) (string, error) {
+	c, err := v.client(principal, upstream)
+	if err != nil {
+		return "", err
+	}
+	if refused == "" {
+		e, _, err := v.load(ctx, principal, upstream)
+		if err != nil {
+			return "", err
+		}
+		refused = string(e.access)
+	}
+	key := principal + "\x00" + upstream
+	ch := v.flight.DoChan(key+"\x00renew", func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), waitBudget+refreshBudget)
+		defer cancel()
+		return v.refreshShared(rctx, principal, upstream, c, secret(refused))
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return "", r.Err
+		}
+		return string(r.Val.(secret)), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("accounts: renewing the token of %s: %w", upstream, context.Cause(ctx))
+	}
+}
+
+// Forget removes principal's entry of upstream without revoking its
+// tokens: an upstream refused even its renewed token, and the principal
+// authorizes again. No entry is no error.
+func (v *Vault) Forget(ctx context.Context, principal, upstream string) error {
+	if _, err := v.client(principal, upstream); err != nil {
+		return err
+	}
+	deleted, err := v.store.Delete(ctx, principal, upstream, 0)
+	if err != nil {
+		return fmt.Errorf("accounts: deleting from the vault: %w", err)
+	}
+	if deleted {
+		v.metrics.held(upstream, -1)
+		v.logger.Info("accounts: a connection is void: its user authorizes again", "upstream", upstream, "reason", "refused")
+	}
+	return nil
+}
+
 // refreshShared returns the access token of (principal, upstream), after
-// refreshing it under the Store's lease, or after another replica did.
-func (v *Vault) refreshShared(ctx context.Context, principal, upstream string, c *Client) (secret, error) {
+// refreshing it under the Store's lease, or after another replica did:
+// when it is due, or, refused not empty, while it is refused (the access
+// token an upstream refused).
+func (v *Vault) refreshShared(ctx context.Context, principal, upstream string, c *Client, refused secret) (secret, error) {
+	stale := func(e *entry, now time.Time) bool { return due(e, now) || refused != "" && e.access == refused }
 	deadline := v.now().Add(waitBudget)
 	for {
 		e, _, err := v.load(ctx, principal, upstream)
@@ -247,7 +306,7 @@ func (v *Vault) refreshShared(ctx context.Context, principal, upstream string, c
 			return "", err
 		}
 		now := v.now()
-		if !due(e, now) {
+		if !stale(e, now) {
 			return e.access, nil
 		}
 		lease, ok, err := v.store.TryLock(ctx, principal, upstream, lockTTL)
@@ -268,14 +327,14 @@ func (v *Vault) refreshShared(ctx context.Context, principal, upstream string, c
 			if err != nil {
 				return "", err
 			}
-			if !due(e, v.now()) {
+			if !stale(e, v.now()) {
 				return e.access, nil
 			}
-			return v.refresh(ctx, principal, upstream, c, e, version)
+			return v.refresh(ctx, principal, upstream, c, e, version, refused != "")
 		}
 		// Another replica refreshes: a token still valid serves
-		// meanwhile, an expired one waits for the refresh.
-		if now.Before(e.expiry) {
+		// meanwhile, an expired or refused one waits for the refresh.
+		if now.Before(e.expiry) && refused == "" {
 			return e.access, nil
 		}
 		if !now.Before(deadline) {
@@ -375,7 +434,8 @@ func (e *entry) ttl(now time.Time) time.Duration {
 // Disconnect removes principal's entry of upstream and revokes its
 // tokens at the authorization server (RFC 7009: the refresh token, then
 // the access token) when its Client has a RevocationURL. The entry is
-// gone even when the revocation fails, which the error then says. No
+// gone even when the revocation fails, which the error then says; one
+// that revoked the refresh token only is an [*AccessTokenLivesError]. No
 // entry is no error.
 func (v *Vault) Disconnect(ctx context.Context, principal, upstream string) error {
 	c, err := v.client(principal, upstream)

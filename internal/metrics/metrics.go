@@ -40,7 +40,13 @@ type Metrics struct {
 	quotas        metricsLabelSet
 	errorTypes    metricsLabelSet
 	statusCodes   metricsLabelSet
-	upstreams     *metricsLabelSet // the upstream label's values; nil: no such label
+	upstreams     *metricsLabelSet // the upstream label's values; nil: no such label (nor endpoint)
+
+	// The endpoint label's values beside "": the catalog endpoint names
+	// seen, at most MaxEndpointLabels, the first seen first (endpoint.go).
+	endpointsMu sync.Mutex
+	endpoints   sync.Map // name -> struct{}
+	endpointsN  int
 
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
@@ -124,27 +130,27 @@ func New(v Vocabulary, opts ...Option) *Metrics {
 	return m
 }
 
-// durationLabels are the labels of the request duration: upstream last,
-// a gateway's only.
+// durationLabels are the labels of the request duration: upstream and
+// endpoint last, a gateway's only.
 func durationLabels(cfg metricsConfig) []string {
 	l := []string{
 		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol,
 		mcpconv.LabelErrorType, mcpconv.LabelStatusCode,
 	}
 	if cfg.upstreams != nil {
-		l = append(l, mcpconv.LabelUpstream)
+		l = append(l, mcpconv.LabelUpstream, mcpconv.LabelEndpoint)
 	}
 	return l
 }
 
 // durationOf returns the request duration series of these labels (upstream
-// left out without the label); errType and status are the finished
-// count's, empty on success.
-func (m *Metrics) durationOf(method, tool, version, transport, protocolName, errType, status, upstream string) prometheus.Observer {
+// and endpoint left out without the labels); errType and status are the
+// finished count's, empty on success.
+func (m *Metrics) durationOf(method, tool, version, transport, protocolName, errType, status, upstream, endpoint string) prometheus.Observer {
 	if m.upstreams == nil {
 		return m.duration.WithLabelValues(method, tool, version, transport, protocolName, errType, status)
 	}
-	return m.duration.WithLabelValues(method, tool, version, transport, protocolName, errType, status, upstream)
+	return m.duration.WithLabelValues(method, tool, version, transport, protocolName, errType, status, upstream, endpoint)
 }
 
 func (m *Metrics) newVectors(cfg metricsConfig) {

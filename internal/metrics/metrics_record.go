@@ -49,6 +49,11 @@ type RequestEnd struct {
 	// tools/call's tool to (server.Tool.Upstream), "" otherwise; it labels
 	// the duration only with [WithUpstreams], "other" outside its names.
 	Upstream string
+	// Endpoint is the gateway's catalog endpoint (/mcp/NAME) the request
+	// came through ([EndpointOf] its arrival context), "" for the default
+	// one; it labels the duration only with [WithUpstreams], "other"
+	// beyond the first MaxEndpointLabels names.
+	Endpoint string
 	// Duration runs from the request's receipt until its outcome was
 	// sealed (the response written, or the decision not to write one).
 	Duration time.Duration
@@ -97,14 +102,19 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	if m.upstreams != nil && tool != "" && e.Upstream != "" {
 		upstream = m.upstreams.bound(e.Upstream, mcpconv.LabelOther)
 	}
+	endpoint := ""
+	if m.upstreams != nil && e.Endpoint != "" {
+		endpoint = m.endpointLabel(e.Endpoint)
+	}
 	var s *endSeries
-	if e.Outcome == mcpconv.OutcomeOK && e.ErrorType == "" && e.StatusCode == "" {
+	if e.Outcome == mcpconv.OutcomeOK && e.ErrorType == "" && e.StatusCode == "" && endpoint == "" {
 		s = m.okEnd(ms, tool, upstream, version, net)
 	} else {
 		s = m.end(endKey{
 			method:   ms.name,
 			tool:     tool,
 			upstream: upstream,
+			endpoint: endpoint,
 			outcome:  m.outcomes.bound(e.Outcome, mcpconv.LabelOther),
 			errType:  m.errorTypes.bound(e.ErrorType, mcpconv.ErrorTypeOther),
 			status:   m.statusCodes.bound(e.StatusCode, mcpconv.ErrorTypeOther),

@@ -160,7 +160,7 @@ func kindIndex(kind string) int {
 // net are a versionIndex and a netIndex.
 type endKey struct {
 	method, tool, outcome, errType, status string
-	upstream                               string // "" without the label
+	upstream, endpoint                     string // "" without the labels
 	version, net                           int
 }
 
@@ -287,7 +287,7 @@ func (m *Metrics) end(k endKey) *endSeries {
 	transport, protocolName := netLabels(k.net)
 	s := &endSeries{
 		finished:       m.finished.WithLabelValues(k.method, k.tool, k.outcome, k.errType, k.status),
-		duration:       m.durationOf(k.method, k.tool, m.versionLabel(k.version), transport, protocolName, k.errType, k.status, k.upstream),
+		duration:       m.durationOf(k.method, k.tool, m.versionLabel(k.version), transport, protocolName, k.errType, k.status, k.upstream, k.endpoint),
 		bucketExemplar: make([]atomic.Int64, len(m.buckets)+1),
 	}
 	got, _ := m.ends.LoadOrStore(k, s)

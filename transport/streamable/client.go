@@ -347,6 +347,7 @@ func (c *clientConn) errorAnswer(req *transport.Request, resp *http.Response, me
 		if err == nil && len(data) <= c.cfg.MaxMessageBytes {
 			if m, err := transport.DecodeOwnedMessage(data); err == nil {
 				if r, ok := m.(*transport.Response); ok && r.ID == req.ID && r.Error != nil {
+					r.Error.HTTPStatus = resp.StatusCode
 					return r
 				}
 			}
@@ -354,6 +355,7 @@ func (c *clientConn) errorAnswer(req *transport.Request, resp *http.Response, me
 	}
 	return &transport.Response{ID: req.ID, Error: &transport.Error{
 		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("%s answered HTTP %d", c.name(), resp.StatusCode),
+		HTTPStatus: resp.StatusCode,
 	}}
 }
 

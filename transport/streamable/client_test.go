@@ -118,7 +118,29 @@ func TestDialNamesTheServerInItsErrors(t *testing.T) {
 		resp := exchange(t, conn, &transport.Request{ID: transport.Int64ID(1), Method: "ping"})
 		require.NotNil(t, resp.Error, name)
 		assert.Equal(t, want, resp.Error.Message)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.Error.HTTPStatus, "the status, for the caller to act on (a 401: renew)")
 		assert.NotContains(t, resp.Error.Message, ts.Listener.Addr().String())
 		require.NoError(t, conn.Close())
 	}
+}
+
+// TestDialErrorCarriesItsHTTPStatus: a request answered HTTP 401 with a
+// JSON-RPC error body (as a 2026-07-28 server sends) is answered with that
+// error, its HTTPStatus 401, which is never encoded.
+func TestDialErrorCarriesItsHTTPStatus(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"token revoked"}}`))
+	}))
+	t.Cleanup(ts.Close)
+	conn := streamable.Dial(streamable.ClientConfig{URL: ts.URL})
+	resp := exchange(t, conn, &transport.Request{ID: transport.Int64ID(1), Method: "ping"})
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, "token revoked", resp.Error.Message)
+	assert.Equal(t, http.StatusUnauthorized, resp.Error.HTTPStatus)
+	b, err := json.Marshal(resp.Error)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "401")
+	require.NoError(t, conn.Close())
 }

@@ -2,6 +2,8 @@ package connect
 
 import (
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/vigil-mcp/vigil/gateway/accounts"
@@ -19,7 +21,9 @@ import (
 // obtained}]} (never a token); the second forgets the tokens and revokes
 // them at the authorization server, as gateway_disconnect does. of
 // returns the Connector, nil until the upstreams are mounted (503).
-func AdminHandler(of func() *Connector) http.Handler {
+// A browser's cross-origin POST is refused 403, its cause logged to log
+// (net/http's CrossOriginProtection; docs/security.md).
+func AdminHandler(of func() *Connector, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	user := func(w http.ResponseWriter, r *http.Request) (*Connector, string) {
 		c := of()
@@ -67,7 +71,13 @@ func AdminHandler(of func() *Connector) http.Handler {
 			http.Error(w, "upstream= names none of the upstreams that act as each user", http.StatusNotFound)
 			return
 		}
-		if err := c.vault.Disconnect(r.Context(), key, up); err != nil {
+		err := c.vault.Disconnect(r.Context(), key, up)
+		if lives, ok := errors.AsType[*accounts.AccessTokenLivesError](err); ok {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("disconnected: " + livesText(lives) + "\n"))
+			return
+		}
+		if err != nil {
 			c.log.Warn("connect: admin: disconnect", "upstream", up, "error", err)
 			http.Error(w, "disconnected, but the revocation at the authorization server failed", http.StatusBadGateway)
 			return
@@ -75,5 +85,32 @@ func AdminHandler(of func() *Connector) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("disconnected\n"))
 	})
-	return mux
+	return sameOrigin(mux, log)
+}
+
+// maxLoggedHeader bounds each header a refusal logs.
+const maxLoggedHeader = 256
+
+// logged returns r's header name, cut at maxLoggedHeader bytes.
+func logged(r *http.Request, name string) string {
+	v := r.Header.Get(name)
+	if len(v) > maxLoggedHeader {
+		v = v[:maxLoggedHeader]
+	}
+	return v
+}
+
+// sameOrigin serves h the requests net/http's CrossOriginProtection lets
+// through, and refuses the others 403, logging the cause.
+func sameOrigin(h http.Handler, log *slog.Logger) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := cop.Check(r); err != nil {
+			log.Warn("connect: admin: a cross-origin browser request refused: a web page, not the operator, sent it",
+				"method", r.Method, "path", r.URL.Path, "origin", logged(r, "Origin"), "sec_fetch_site", logged(r, "Sec-Fetch-Site"), "cause", err.Error())
+			http.Error(w, "refused: a cross-origin request from a browser; the admin endpoints serve the operator's own tools", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

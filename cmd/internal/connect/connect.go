@@ -241,6 +241,44 @@ func (c *Connector) Authorize(upstream string) func(ctx context.Context) error {
 	}
 }
 
+// Refused is the gateway.Upstream.Refused of upstream, which answered
+// HTTP 401 to a caller's request: the first time, the caller's token is
+// renewed (a refresh, whatever its expiry); when the refresh fails, or
+// again (the renewed token was refused too: the connection is
+// forgotten), the caller is asked to authorize the upstream again, as
+// Authorize asks, on this call.
+func (c *Connector) Refused(upstream string) func(ctx context.Context, again bool) error {
+	authorize := c.Authorize(upstream)
+	return func(ctx context.Context, again bool) error {
+		_, p := callerOf(ctx)
+		if p == nil {
+			return server.Errorf(protocol.CodeInvalidRequest, "upstream %s acts as each user: call it with a token of the gateway's own authorization", upstream)
+		}
+		key := PrincipalKey(p)
+		if again {
+			if err := c.vault.Forget(ctx, key, upstream); err != nil {
+				c.log.Warn("connect: the vault failed", "upstream", upstream, "error", err)
+				return server.Errorf(protocol.CodeInternal, "upstream %s refused your token; it cannot be forgotten now: try again later", upstream)
+			}
+			c.log.Info("connect: the upstream refused a renewed token: its user authorizes again", "upstream", upstream)
+			return authorize(ctx)
+		}
+		// The token the entry holds is the one refused, unless another
+		// call renewed it since: then it is renewed once more.
+		_, err := c.vault.Renew(ctx, key, upstream, "")
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, accounts.ErrAuthorize):
+			c.log.Info("connect: the upstream refused a token that cannot be renewed: its user authorizes again", "upstream", upstream)
+			return authorize(ctx)
+		default:
+			c.log.Warn("connect: a refused token could not be renewed", "upstream", upstream, "error", err)
+			return server.Errorf(protocol.CodeInternal, "upstream %s refused your token (HTTP 401), and it cannot be renewed now; try again later", upstream)
+		}
+	}
+}
+
 // ask asks the caller of req to open link, the flow f's. A client that
 // declared the elicitation url capability is asked in its era's way: in a
 // 2025-11-25 session, elicitation/create in url mode, after whose accept

@@ -12,8 +12,21 @@ import (
 
 // cookiePrefix names the cookie that binds a flow to the browser that
 // opened its link: one per flow (its id follows), so that two flows of
-// one browser do not clash.
-const cookiePrefix = "vigil-connect-"
+// one browser do not clash. On an https gateway it takes the __Host-
+// prefix (hostPrefix), which a browser accepts only Secure, for Path=/
+// and without Domain: a sibling host cannot set it (cookie tossing).
+const (
+	cookiePrefix = "vigil-connect-"
+	hostPrefix   = "__Host-"
+)
+
+// cookie returns the name and path of flow id's cookie.
+func (c *Connector) cookie(id string) (name, path string) {
+	if u, err := url.Parse(c.baseURL()); err == nil && u.Scheme == "https" {
+		return hostPrefix + cookiePrefix + id, "/"
+	}
+	return cookiePrefix + id, "/connect/"
+}
 
 // The pages' texts: fixed, so that nothing a request carries is echoed.
 const (
@@ -83,8 +96,9 @@ func (c *Connector) open(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusGone, pageGone)
 		return
 	}
+	name, path := c.cookie(a.f.id)
 	http.SetCookie(w, &http.Cookie{
-		Name: cookiePrefix + a.f.id, Value: a.cookie, Path: "/connect/", MaxAge: int(c.cfg.TTL / time.Second),
+		Name: name, Value: a.cookie, Path: path, MaxAge: int(c.cfg.TTL / time.Second),
 		HttpOnly: true, Secure: c.secure(), SameSite: http.SameSiteLaxMode,
 	})
 	cfg := c.signIn
@@ -105,7 +119,8 @@ func (c *Connector) attemptOf(w http.ResponseWriter, r *http.Request, upstream b
 		page(w, http.StatusBadRequest, pageBadState)
 		return nil
 	}
-	cookie, err := r.Cookie(cookiePrefix + a.f.id)
+	name, _ := c.cookie(a.f.id)
+	cookie, err := r.Cookie(name)
 	if err != nil || !a.cookieMatches(cookie.Value) {
 		c.events.WithLabelValues(a.f.upstream, "refused").Inc()
 		page(w, http.StatusForbidden, pageBadState)

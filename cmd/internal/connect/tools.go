@@ -3,9 +3,11 @@ package connect
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
+	"github.com/vigil-mcp/vigil/gateway/accounts"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -81,7 +83,11 @@ func (c *Connector) disconnect(ctx context.Context, req *server.CallToolRequest)
 	if err := json.Unmarshal(req.Arguments, &in); err != nil || c.ups[in.Upstream] == nil {
 		return errorResult("upstream: name one of the upstreams that act as each user"), nil
 	}
-	if err := c.vault.Disconnect(ctx, PrincipalKey(p), in.Upstream); err != nil {
+	err := c.vault.Disconnect(ctx, PrincipalKey(p), in.Upstream)
+	if lives, ok := errors.AsType[*accounts.AccessTokenLivesError](err); ok {
+		return server.Text("disconnected from " + in.Upstream + ": " + livesText(lives)), nil
+	}
+	if err != nil {
 		c.log.Warn("connect: disconnect", "upstream", in.Upstream, "error", err)
 		return errorResult("disconnected, but the revocation at the authorization server failed: " + in.Upstream + " may accept the tokens until they expire"), nil
 	}
@@ -92,4 +98,14 @@ func errorResult(msg string) *server.CallToolResult {
 	r := server.Text(msg)
 	r.IsError = true
 	return r
+}
+
+// livesText is what a disconnection that revoked the refresh token only
+// tells: the last access token lives until it expires.
+func livesText(e *accounts.AccessTokenLivesError) string {
+	until := "until it expires"
+	if !e.Expiry.IsZero() {
+		until = "until " + e.Expiry.UTC().Format(time.RFC3339)
+	}
+	return "the refresh token is revoked; the authorization server revokes no access token of this kind (unsupported_token_type), so the last one lives " + until
 }

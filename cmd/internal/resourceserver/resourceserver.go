@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,11 +36,15 @@ type Config struct {
 	// RequestScopes are the scopes a request needs besides Scopes (those of
 	// the -catalog endpoint it is sent to); nil: none.
 	RequestScopes func(*http.Request) []string
-	DPoP          *oauth.DPoPConfig
-	MaxBodyBytes  int64          // -max-body
-	Server        *server.Server // whose tools' scopes calls need (Tool.Scopes)
-	Registerer    prometheus.Registerer
-	Logger        *slog.Logger
+	// EndpointScopes are the scopes of the -catalog endpoints, which the
+	// metadata advertises in scopes_supported beside Scopes and the
+	// tools' (unless HideTools).
+	EndpointScopes []string
+	DPoP           *oauth.DPoPConfig
+	MaxBodyBytes   int64          // -max-body
+	Server         *server.Server // whose tools' scopes calls need (Tool.Scopes)
+	Registerer     prometheus.Registerer
+	Logger         *slog.Logger
 }
 
 // New builds the resource server of c and returns it with the HTTP client
@@ -61,6 +66,7 @@ func New(ctx context.Context, c Config) (rs *oauth.ResourceServer, client *http.
 		Tools:                c.Server,
 		HideTools:            c.HideTools,
 		RequestScopes:        c.RequestScopes,
+		ScopesSupported:      scopesSupported(c),
 		DPoP:                 c.DPoP,
 		ResourceName:         "Vigil",
 		MaxBodyBytes:         c.MaxBodyBytes,
@@ -107,3 +113,19 @@ func newVerifier(ctx context.Context, c Config, client *http.Client) (oauth.Veri
 // Public returns the paths rs serves next to /mcp: its protected resource
 // metadata.
 func Public(rs *oauth.ResourceServer) map[string]http.Handler { return rs.MetadataHandlers() }
+
+// scopesSupported is the metadata's scopes_supported of c: nil (the
+// guard's own: Scopes and, unless HideTools, the tools') without
+// EndpointScopes, else those and EndpointScopes, each once.
+func scopesSupported(c Config) []string {
+	if len(c.EndpointScopes) == 0 {
+		return nil
+	}
+	all := slices.Clone(c.Scopes)
+	if c.Server != nil && !c.HideTools {
+		all = append(all, c.Server.AllToolScopes()...)
+	}
+	all = append(all, c.EndpointScopes...)
+	slices.Sort(all)
+	return slices.Compact(all)
+}

@@ -93,7 +93,7 @@ func (uc *Credentials) Apply(ups []gateway.Upstream, auths map[string]Auth, xc E
 			// client credentials with the same client; a caller's request,
 			// the caller's own (connect).
 			own := bearerFrom(clientCredentials(client, uc.users.TokenURL(up.Name), ua.ClientID, ua.Secret, ua.Resource, ua.Scopes))
-			ups[i].Credentials, ups[i].Authorize = uc.users.Credentials(up.Name, own), uc.users.Authorize(up.Name)
+			ups[i].Credentials, ups[i].Authorize, ups[i].Refused = uc.users.Credentials(up.Name, own), uc.users.Authorize(up.Name), uc.users.Refused(up.Name)
 		}
 	}
 	return ups

@@ -106,7 +106,10 @@
 //     also use client credentials (its own token, sub = its id);
 //     authorization responses carry iss (RFC 9207);
 //   - --host is the loopback address it listens on (default 127.0.0.1):
-//     two providers on two addresses keep their browser cookies apart.
+//     two providers on two addresses keep their browser cookies apart;
+//   - with --revoke-grant, revoking an access token (POST
+//     /token/revocation) revokes its grant, its refresh token included:
+//     a user revoking the application at her provider.
 //
 // Keys: --jwks names a JSON file holding a private JWKS ({"keys": [...]},
 // RSA keys with kid, n, e, d, p, q, dp, dq, qi). /jwks publishes their public
@@ -145,6 +148,7 @@ const { values: args } = parseArgs({
     'web-client-id': { type: 'string', multiple: true, default: [] },
     'web-client-secret': { type: 'string', multiple: true, default: [] },
     'redirect-uri': { type: 'string', multiple: true, default: [] },
+    'revoke-grant': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -267,6 +271,10 @@ const provider = new Provider(issuer, {
   scopes: ['openid', ...scopes],
   findAccount: (ctx, id) => (accounts.includes(id) ? { accountId: id, claims: () => ({ sub: id }) } : undefined),
   issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  // --revoke-grant: revoking an access token revokes its whole grant (its
+  // refresh token too), as a user's revocation of an application at her
+  // provider does; oidc-provider's default revokes that token only.
+  ...(args['revoke-grant'] ? { revokeGrantPolicy: () => true } : {}),
   pkce: { required: () => true },
   ...(jwks ? { jwks } : {}),
   // Fixed, so that nothing is random but the tokens; nothing here uses cookies.
