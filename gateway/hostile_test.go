@@ -59,7 +59,9 @@ func TestHostileUpstream(t *testing.T) {
 	stderr := lines{ch: make(chan string, 100)}
 	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{
 		Upstreams: []gateway.Upstream{
-			{Name: "bad", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{hostileEnv + "=1"}},
+			// It builds results of 128 MiB, several copies of them under
+			// -race: more than a sandbox's default data bound.
+			{Name: "bad", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{hostileEnv + "=1"}, Sandbox: gateway.Sandbox{MemoryBytes: -1}},
 			{Name: "good", URL: good.url},
 		},
 		Registerer: tr.reg,
