@@ -107,7 +107,10 @@ func TestGatewayUpstreamBytes(t *testing.T) {
 	svc := startService(t, "-http", "127.0.0.1:0",
 		"-upstream", "cat="+self, "-upstream-env", "cat="+hostileUpstreamEnv+"=1", "-upstream-env", "cat="+hostiletest.CatalogEnv+"=64:3500000",
 		"-upstream", "bad="+self, "-upstream-env", "bad="+hostileUpstreamEnv+"=1", "-upstream-env", "bad="+hostiletest.CatalogEnv+"=4:3000000",
-		"-upstream-required", "bad")
+		"-upstream-required", "bad",
+		// They build hundreds of MiB of output, several copies under -race:
+		// more than a sandbox's default data bound.
+		"-upstream-sandbox", "cat=none,memory=-1", "-upstream-sandbox", "bad=none,memory=-1")
 	pid := svc.cmd.Process.Pid
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	t.Cleanup(hc.CloseIdleConnections)
