@@ -484,7 +484,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-connect-client-id ID", "(env VIGIL_CONNECT_CLIENT_ID)", "-connect-client-secret @FILE", "(env VIGIL_CONNECT_CLIENT_SECRET)", "(env VIGIL_CONNECT_MAX_PENDING)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 83, flags, "every flag is listed")
+	for _, want := range []string{"-upstream-sandbox NAME=PROFILE[,KEY=VALUE...]", "(env VIGIL_UPSTREAM_SANDBOX)", "-upstream-sandbox-dir string", "(env VIGIL_UPSTREAM_SANDBOX_DIR)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 85, flags, "every flag is listed")
 	assert.Equal(t, flags-1, strings.Count(usage, "(env VIGIL_"), "every flag but -version names its variable")
 	assert.Contains(t, usage, "  -version\n")
 }

@@ -140,7 +140,7 @@ func TestGatewayCallDuringStart(t *testing.T) {
 	require.Nil(t, m.Error)
 	require.NoError(t, c.notify("notifications/initialized"))
 	time.Sleep(time.Until(healthy.Add(50 * time.Millisecond))) // the moment the call is sent: no ordering rests on it
-	require.Contains(t, svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable), "upstream slow: starting\n", "the call is made while slow starts")
+	require.Contains(t, svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable), "upstream slow: starting (sandbox none)\n", "the call is made while slow starts")
 	sent := time.Now()
 	m, err = c.rpc("2", "tools/call", `{"name":"slow_echo","arguments":{"text":"through the start"}}`)
 	require.NoError(t, err)

@@ -19,7 +19,6 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -70,18 +69,9 @@ func (f *front) options() []vigil.Option {
 	return opts
 }
 
-// adminAccountsWarning is the warning of an -admin-http beyond loopback
-// that serves the user mode's /admin/connections (-upstream-auth
-// NAME=user): what it lets anyone who reaches it do; "" when the admin
-// listener is loopback, or there is none.
+// adminAccountsWarning is exposure.AdminAccounts of cfg.
 func adminAccountsWarning(cfg config) string {
-	if cfg.adminAddr == "" || loopback.ListenAddr(cfg.adminAddr) || upstreamspec.Users(cfg.upstreamAuth) == 0 {
-		return ""
-	}
-	return "the admin listener is reachable beyond this host, with no authorization, and serves the accounts of -upstream-auth NAME=user: " +
-		"GET /admin/connections lists any user's connections to the upstreams that act as each user, " +
-		"POST /admin/connections/revoke disconnects any user and revokes her tokens at the authorization server; " +
-		"firewall it to operators, or listen on loopback and reach it through a port-forward"
+	return exposure.AdminAccounts(cfg.adminAddr, upstreamspec.Users(cfg.upstreamAuth))
 }
 
 // ready is the readiness check of /readyz beyond serving: Redis answers
@@ -113,19 +103,13 @@ func (f *front) readyDetail() string {
 // upstreamStates is each upstream's state, one a line, for /readyz's 200
 // answer (its 503 answer names them through Health).
 func (f *front) upstreamStates() string {
-	if g := f.gateway.Load(); g != nil {
-		return upstreamview.States(g.Upstreams())
-	}
-	return ""
+	return upstreamview.States(upstreamview.Of(f.gateway.Load()))
 }
 
 // upstreamLines is each upstream's view for the live page; none before
 // the upstreams are mounted.
 func (f *front) upstreamLines() []string {
-	if g := f.gateway.Load(); g != nil {
-		return upstreamview.Lines(g.Upstreams())
-	}
-	return nil
+	return upstreamview.Lines(upstreamview.Of(f.gateway.Load()))
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not

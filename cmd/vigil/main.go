@@ -11,12 +11,11 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"strings"
+	"strconv"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -24,15 +23,16 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/auditlog"
 	"github.com/vigil-mcp/vigil/cmd/internal/buildversion"
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
+	"github.com/vigil-mcp/vigil/cmd/internal/logsetup"
+	"github.com/vigil-mcp/vigil/cmd/internal/procself"
 	"github.com/vigil-mcp/vigil/cmd/internal/redislog"
+	"github.com/vigil-mcp/vigil/cmd/internal/restpages"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
-	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/internal/maxprocs"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
-	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/redisshare"
 
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -45,8 +45,7 @@ func main() {
 	// The gateway's environment, memory and descriptors are out of reach
 	// of its own user's other processes (its upstreams), and it leaves no
 	// core dump; its pagemap, which it then could not open, is open before.
-	openPagemap()
-	undumpable()
+	ownPagemap = procself.Protect()
 	// vigil serves no heap profile, so the runtime's sampling of
 	// allocations (a stack walk every 512 KiB allocated; see
 	// docs/perf/ROUNDS.md) would be work for no reader; it must be
@@ -79,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logOut := asyncwriter.New(stderr)
 	defer func() { _ = logOut.Close() }()
 	logger := newLogger(cfg, logOut)
-	logOTelErrors(logger)
+	logsetup.OTelErrors(logger)
 	warning, err := checkExposure(cfg, args)
 	if err != nil {
 		return err
@@ -143,7 +142,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	// collection, and a budget read from a tuned limit was an eighth of
 	// that, too small for one large request (TestBytesOneCallerHoldsLargeCalls,
 	// under load: 255 of 256 calls refused 503).
-	defer startTuner(cfg.gcHeadroomMiB, logger).Stop()
+	every, _ := strconv.Atoi(pagesEvery)
+	defer restpages.Start(cfg.gcHeadroomMiB, every, ownPagemap, logger).Stop()
 	// Run on one P while the load is under a core; see package maxprocs.
 	defer maxprocs.Start(logger).Stop()
 	closeGateway, err := f.mountUpstreams(ctx, registry, logger)
@@ -224,41 +224,8 @@ func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *f
 	return opts, closeTracing, nil
 }
 
-// newLogger returns the process's logger, on stderr (a buffer in front of
-// it, in run); the service's (vigil.WithLogger) adds the trace, span,
-// session and request ids of a handler's context to its records. The
-// invisible characters a client chose (bidirectional controls) are escaped
-// in either format: the text format quotes them (\u202e), and the JSON
-// lines pass through invisible.Writer, since encoding them is not
-// slog.JSONHandler's concern.
+// newLogger returns the logger of cfg's -log-format and -log-level,
+// writing to stderr (logsetup.New).
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
-	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
-	if cfg.logFormat == "json" {
-		h = slog.NewJSONHandler(invisible.Writer{W: stderr}, &slog.HandlerOptions{Level: cfg.logLevel, ReplaceAttr: durationSeconds})
-	}
-	return slog.New(h)
-}
-
-// durationSeconds makes a duration attribute a number of seconds, its key
-// ending in _seconds, as every duration vigil logs is: JSON would else
-// print it in nanoseconds ("grace":10000000000). Vigil's packages log
-// durations in seconds already; this catches the ones they may add.
-func durationSeconds(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() != slog.KindDuration {
-		return a
-	}
-	key := a.Key
-	if !strings.HasSuffix(key, "_seconds") {
-		key += "_seconds"
-	}
-	return slog.Float64(key, a.Value.Duration().Seconds())
-}
-
-// logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
-// bad sampler setting) to logger instead of the standard log package. It
-// sets the global error handler: call it from the binary only.
-func logOTelErrors(logger *slog.Logger) {
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("opentelemetry", "error", err)
-	}))
+	return logsetup.New(cfg.logFormat, cfg.logLevel, stderr)
 }

@@ -125,3 +125,17 @@ func isWildcardAddr(addr string) bool {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsUnspecified()
 }
+
+// AdminAccounts is the warning of an -admin-http beyond loopback (addr)
+// that serves the user mode's /admin/connections (users upstreams of
+// -upstream-auth NAME=user): what it lets anyone who reaches it do; ""
+// when the admin listener is loopback, there is none, or no user mode.
+func AdminAccounts(addr string, users int) string {
+	if addr == "" || loopback.ListenAddr(addr) || users == 0 {
+		return ""
+	}
+	return "the admin listener is reachable beyond this host, with no authorization, and serves the accounts of -upstream-auth NAME=user: " +
+		"GET /admin/connections lists any user's connections to the upstreams that act as each user, " +
+		"POST /admin/connections/revoke disconnects any user and revokes her tokens at the authorization server; " +
+		"firewall it to operators, or listen on loopback and reach it through a port-forward"
+}

@@ -14,6 +14,15 @@ import (
 	"github.com/vigil-mcp/vigil/gateway"
 )
 
+// Of returns g's upstreams' states, none when g is nil (before the
+// upstreams are mounted).
+func Of(g *gateway.Gateway) []gateway.UpstreamStatus {
+	if g == nil {
+		return nil
+	}
+	return g.Upstreams()
+}
+
 // States is the state of each of sts, one a line.
 func States(sts []gateway.UpstreamStatus) string {
 	var b strings.Builder

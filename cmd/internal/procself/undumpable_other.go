@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package procself
 
 // undumpable does nothing off Linux.
 func undumpable() {}
