@@ -43,9 +43,11 @@ type Result struct {
 
 // Call calls tool with args (a JSON object, or empty for none) through
 // client, following redirects only within the base URL's origin, and maps
-// the answer to a Result. Its error is ErrUnknownTool, an ErrArguments for
-// arguments the tool's schema refuses or that would leave the base URL or
-// set a header no argument may, or ctx's error; an answer, whatever its
+// the answer to a Result. Its error is ErrUnknownTool; an ErrArguments for
+// arguments that are not an object, lack a required parameter, name one
+// the tool does not have, or would leave a path segment or set a header
+// no argument may (values are not checked against the input schema: the
+// server that lists the tool does that); or ctx's cause when ctx ends; an answer, whatever its
 // status, or a failure to get one, is a Result.
 func (a *API) Call(ctx context.Context, client *http.Client, tool string, args json.RawMessage) (Result, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, a.Timeout, errTimeout)
