@@ -199,7 +199,7 @@ func (a *API) request(ctx context.Context, tool string, args json.RawMessage) (*
 		known[o.body] = true
 		if raw, ok := in[o.body]; ok {
 			body = bytes.NewReader(raw)
-			header.Set("Content-Type", "application/json")
+			header.Set("Content-Type", o.media)
 		}
 	}
 	for k := range in {

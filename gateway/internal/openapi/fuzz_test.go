@@ -2,7 +2,6 @@ package openapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -49,7 +48,7 @@ func FuzzRequestStaysUnderBase(f *testing.F) {
 			require.NoError(t, err)
 			req, _, err := a.request(t.Context(), tool, raw)
 			if err != nil {
-				require.True(t, errors.Is(err, ErrArguments), "%s: %v", tool, err)
+				require.ErrorIs(t, err, ErrArguments, "%s", tool)
 				continue
 			}
 			sent, err := url.Parse(req.URL.String())

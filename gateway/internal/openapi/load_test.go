@@ -130,3 +130,29 @@ func TestToolNames(t *testing.T) {
 	assert.Equal(t, "op", toolName("op", "GET", "/", taken))
 	assert.Equal(t, "op_3", toolName("op", "GET", "/", taken), "a suffix skips a name an operation took")
 }
+
+// TestLoad31 checks an OpenAPI 3.1 description: its JSON Schema 2020-12
+// keywords kept as they are, keywords beside a $ref applied with it, and
+// an operation without responses content having no output schema.
+func TestLoad31(t *testing.T) {
+	a, err := Load([]byte(`{"openapi":"3.1.0","info":{"title":"x","version":"1"},
+	"paths":{"/things/{id}":{"patch":{"operationId":"patchThing",
+		"parameters":[{"name":"id","in":"path","required":true,"schema":{"type":["integer","string"]}}],
+		"requestBody":{"content":{"application/merge-patch+json":{"schema":{"$ref":"#/components/schemas/Thing","description":"changes"}}}},
+		"responses":{"204":{"description":"done"}}}}},
+	"components":{"schemas":{"Thing":{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0}}}}}}`), "http://h/")
+	require.NoError(t, err)
+	tl := toolByName(t, a, "patchThing")
+	assert.False(t, tl.ReadOnly)
+	assert.False(t, tl.Idempotent)
+	assert.Nil(t, tl.OutputSchema)
+	props := decode(t, tl.InputSchema)["properties"].(map[string]any)
+	assert.Equal(t, []any{"integer", "string"}, props["id"].(map[string]any)["type"])
+	body := props["body"].(map[string]any)["allOf"].([]any)
+	assert.Equal(t, map[string]any{"type": "number", "exclusiveMinimum": 0.0}, body[0].(map[string]any)["properties"].(map[string]any)["n"])
+	assert.Equal(t, map[string]any{"description": "changes"}, body[1])
+	req, _, err := a.request(t.Context(), "patchThing", json.RawMessage(`{"id":7,"body":{"n":1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "application/merge-patch+json", req.Header.Get("Content-Type"), "the body goes as the description's media type")
+	assert.Equal(t, "http://h/things/7", req.URL.String())
+}

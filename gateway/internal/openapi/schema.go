@@ -29,6 +29,7 @@ type operation struct {
 	path    string // the template, "/pets/{petId}"
 	params  []param
 	body    string // the property of the JSON body, "" when none
+	media   string // the body's media type, application/json or another JSON one
 	wrapped bool   // the output schema wraps the response as "result"
 }
 
@@ -126,7 +127,8 @@ func (r *resolver) operation(path, method string, item *openapi3.PathItem, op *o
 		o.params = append(o.params, param{name: p.Name, in: p.In, prop: prop, required: req, explode: explode})
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		if mt := jsonMedia(rb.Value.Content); mt != nil {
+		if key, mt := jsonMedia(rb.Value.Content); mt != nil {
+			o.media = key
 			s, err := r.schema(mt.Schema)
 			if err != nil {
 				return nil, fmt.Errorf("request body: %w", err)
@@ -192,8 +194,9 @@ func (r *resolver) parameterSchema(p *openapi3.Parameter) (any, error) {
 	return map[string]any{}, nil
 }
 
-// jsonMedia returns the application/json (or +json) entry of content.
-func jsonMedia(content openapi3.Content) *openapi3.MediaType {
+// jsonMedia returns the first JSON entry of content (application/json or a
+// type ending in +json), by media type, and its key.
+func jsonMedia(content openapi3.Content) (string, *openapi3.MediaType) {
 	keys := make([]string, 0, len(content))
 	for k := range content {
 		keys = append(keys, k)
@@ -201,10 +204,10 @@ func jsonMedia(content openapi3.Content) *openapi3.MediaType {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if isJSON(k) && content[k] != nil {
-			return content[k]
+			return k, content[k]
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // isJSON reports whether a media type is JSON: application/json or a
@@ -232,7 +235,7 @@ func successMedia(rs *openapi3.Responses) *openapi3.MediaType {
 	slices.SortFunc(codes, func(a, b string) int { return strings.Compare(strings.ToUpper(a), strings.ToUpper(b)) })
 	for _, code := range codes {
 		if resp := rs.Value(code); resp != nil && resp.Value != nil {
-			if mt := jsonMedia(resp.Value.Content); mt != nil {
+			if _, mt := jsonMedia(resp.Value.Content); mt != nil {
 				return mt
 			}
 		}
