@@ -17,7 +17,7 @@ import (
 )
 
 // maxOpenAPIBytes bounds the OpenAPI description -upstream NAME=openapi:FILE
-// reads: GitHub's published one is about 12 MB of JSON.
+// reads.
 const maxOpenAPIBytes = 64 << 20
 
 // Parse turns the values of -upstream (NAME=TARGET: an http://

@@ -17,5 +17,6 @@
 // and time. It maps the answer to a [Result] a model can use.
 //
 // It is a leaf of the gateway: it imports internal/vocab and the standard
-// library besides its parser, never the server or the gateway.
+// library besides its parser and a YAML decoder, never the server or the
+// gateway.
 package openapi
