@@ -47,8 +47,8 @@ type Result struct {
 // arguments that are not an object, lack a required parameter, name one
 // the tool does not have, or would leave a path segment or set a header
 // no argument may (values are not checked against the input schema: the
-// server that lists the tool does that); or ctx's cause when ctx ends; an answer, whatever its
-// status, or a failure to get one, is a Result.
+// server that lists the tool does that); or ctx's cause when ctx ends.
+// An answer, whatever its status, or a failure to get one, is a Result.
 func (a *API) Call(ctx context.Context, client *http.Client, tool string, args json.RawMessage) (Result, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, a.Timeout, errTimeout)
 	defer cancel()
