@@ -191,7 +191,11 @@ func (a *API) request(ctx context.Context, tool string, args json.RawMessage) (*
 			}
 			header.Add(p.name, v)
 		case "cookie":
-			cookies = append(cookies, &http.Cookie{Name: p.name, Value: strings.Join(values, ",")})
+			v := strings.Join(values, ",")
+			if !cookieSafe(p.name, v) {
+				return nil, nil, fmt.Errorf("%w: cookie parameter %q: a byte a cookie cannot carry", ErrArguments, p.prop)
+			}
+			cookies = append(cookies, &http.Cookie{Name: p.name, Value: v})
 		}
 	}
 	var body io.Reader
@@ -230,6 +234,28 @@ func (a *API) request(ctx context.Context, tool string, args json.RawMessage) (*
 	}
 	req.Header.Set("Accept", "application/json, */*;q=0.5")
 	return req, o, nil
+}
+
+// cookieSafe reports whether a cookie of name and value is sent as it is:
+// name a token, value cookie-octets (RFC 6265, section 4.1.1), so that
+// net/http neither drops bytes of it nor logs that it did.
+func cookieSafe(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	for i := range len(value) {
+		c := value[i]
+		if c < 0x21 || c > 0x7e || c == '"' || c == ',' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // scalars is a parameter's value as strings: a string as it is, a number

@@ -165,6 +165,14 @@ func TestCallRefusesArguments(t *testing.T) {
 	}
 	_, err := a.Call(t.Context(), &http.Client{}, "listPets", json.RawMessage(`{"X-Trace":"a\r\nAuthorization: x"}`))
 	require.ErrorIs(t, err, ErrArguments)
+	for _, theme := range []string{"dark; admin=1", "a\"b", "caf\u00e9", "a b"} {
+		arg, _ := json.Marshal(map[string]string{"theme": theme})
+		_, err = a.Call(t.Context(), &http.Client{}, "listPets", arg)
+		require.ErrorIs(t, err, ErrArguments, "cookie %q", theme)
+	}
+	req, _, err := a.request(t.Context(), "listPets", json.RawMessage(`{"theme":"dark"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "theme=dark", req.Header.Get("Cookie"))
 	_, err = a.Call(t.Context(), &http.Client{}, "nope", nil)
 	require.ErrorIs(t, err, ErrUnknownTool)
 }

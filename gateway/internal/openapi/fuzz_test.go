@@ -42,7 +42,7 @@ func FuzzRequestStaysUnderBase(f *testing.F) {
 		}
 		for tool, args := range map[string]map[string]any{
 			"showPet":  {"petId": pet},
-			"listPets": {"limit": limit, "tags": []string{pet, limit}, "X-Trace": trace},
+			"listPets": {"limit": limit, "tags": []string{pet, limit}, "X-Trace": trace, "theme": pet},
 		} {
 			raw, err := json.Marshal(args)
 			require.NoError(t, err)
@@ -69,15 +69,18 @@ func FuzzRequestStaysUnderBase(f *testing.F) {
 				got, err := url.PathUnescape(segs[1])
 				require.NoError(t, err)
 				require.Equal(t, pet, got, "the value arrives whole")
+				require.Empty(t, req.Header.Values("Cookie"), "no cookie the operation does not declare")
 			} else {
 				require.Equal(t, []string{"pets"}, segs)
 				q := sent.Query()
 				require.Equal(t, []string{limit}, q["limit"])
 				require.Equal(t, []string{pet, limit}, q["tags"])
 				require.Len(t, q, 2, "only declared query parameters: %v", q)
+				require.Equal(t, []string{"theme=" + pet}, req.Header.Values("Cookie"), "the declared cookie as given, alone")
 			}
 			for name := range req.Header {
-				require.False(t, forbiddenHeader(name), "header %s", name)
+				// Cookie carries the declared cookie parameters, checked above.
+				require.True(t, name == "Cookie" || !forbiddenHeader(name), "header %s", name)
 			}
 			require.LessOrEqual(t, len(req.Header.Values("X-Trace")), 1)
 		}
