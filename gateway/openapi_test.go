@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // petsDescription is a small OpenAPI 3.1 description of the REST API
@@ -85,6 +86,55 @@ func TestOpenAPIUpstream(t *testing.T) {
 	select {
 	case r := <-got:
 		t.Fatalf("a refused call reached the API: %v", r)
+	default:
+	}
+}
+
+// TestOpenAPIUpstreamCatalog checks that the operator's catalog shapes an
+// OpenAPI upstream's tools as any upstream's: a tool renamed and
+// described, its path parameter fixed (neither listed nor settable, sent
+// as the catalog says), another hidden.
+func TestOpenAPIUpstreamCatalog(t *testing.T) {
+	testkit.Watchdog(t)
+	got := make(chan [2]string, 10)
+	api := restPets(t, got)
+	const description = `{"openapi":"3.0.3","info":{"title":"pets","version":"1"},
+"paths":{"/pets/{petId}":{"get":{"operationId":"getPet",
+	"parameters":[{"name":"petId","in":"path","required":true,"schema":{"type":"string"}}],
+	"responses":{"200":{"description":"ok"}}},
+	"delete":{"operationId":"deletePet",
+	"parameters":[{"name":"petId","in":"path","required":true,"schema":{"type":"string"}}],
+	"responses":{"204":{"description":"gone"}}}}}}`
+	cat, err := gateway.ParseCatalog([]byte(`upstreams:
+  pets:
+    tools:
+      getPet:
+        name: house_pet
+        description: The house's pet.
+        arguments:
+          petId: {fixed: "rex"}
+      deletePet: {hide: true}
+`))
+	require.NoError(t, err)
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "pets", OpenAPI: []byte(description), URL: api.URL + "/v1"}}, Catalog: cat})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	c := mcptest.Connect(t, srv)
+
+	tools := c.ListTools()
+	require.Len(t, tools, 1)
+	assert.Equal(t, "house_pet", tools[0].Name)
+	assert.Equal(t, "The house's pet.", tools[0].Description)
+	assert.NotContains(t, string(tools[0].InputSchema), "petId")
+	res := c.CallTool("house_pet", nil)
+	assert.False(t, res.IsError, "%s", res.Text())
+	assert.Equal(t, "/v1/pets/rex", (<-got)[0])
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "deletePet", "arguments": map[string]any{"petId": "rex"}})
+	require.NotNil(t, rpcErr, "a hidden operation is not callable")
+	select {
+	case r := <-got:
+		t.Fatalf("a hidden operation reached the API: %v", r)
 	default:
 	}
 }
