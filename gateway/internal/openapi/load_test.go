@@ -93,14 +93,16 @@ func TestLoadRefuses(t *testing.T) {
 	for name, c := range map[string]struct {
 		data, base, want string
 	}{
-		"swagger 2":       {`{"swagger":"2.0","info":{"title":"x","version":"1"},"paths":{}}`, "", "Swagger 2.0"},
-		"no version":      {`{"info":{}}`, "", "not supported"},
-		"not a document":  {"{", "", "not a JSON or YAML"},
-		"external ref":    {`{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"other.json#/X"}}}}}}}}}`, "http://h", "openapi"},
-		"relative server": {`{"openapi":"3.0.3","info":{"title":"x","version":"1"},"servers":[{"url":"/v3"}],"paths":{}}`, "", "not an absolute http"},
-		"credentials":     {string(pets), "https://user:pw@h/", "user information"},
-		"query in base":   {string(pets), "https://h/?a=1", "query or fragment"},
-		"other scheme":    {string(pets), "file:///etc", "not an absolute http"},
+		"swagger 2":        {`{"swagger":"2.0","info":{"title":"x","version":"1"},"paths":{}}`, "", "Swagger 2.0"},
+		"no version":       {`{"info":{}}`, "", "no openapi field"},
+		"version 2":        {`{"openapi":"2.0"}`, "", "not supported"},
+		"version a number": {"openapi: 3.1\n", "", `a string, "3.0.3"`},
+		"not a document":   {"{", "", "not a JSON or YAML"},
+		"external ref":     {`{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"other.json#/X"}}}}}}}}}`, "http://h", "openapi"},
+		"relative server":  {`{"openapi":"3.0.3","info":{"title":"x","version":"1"},"servers":[{"url":"/v3"}],"paths":{}}`, "", "not an absolute http"},
+		"credentials":      {string(pets), "https://user:pw@h/", "user information"},
+		"query in base":    {string(pets), "https://h/?a=1", "query or fragment"},
+		"other scheme":     {string(pets), "file:///etc", "not an absolute http"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load([]byte(c.data), c.base)
