@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -152,7 +153,7 @@ func baseURL(doc *openapi3.T, base string) (*url.URL, error) {
 func decodeDocument(data []byte) (any, error) {
 	var raw any
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		if err := json.Unmarshal(data, &raw); err == nil {
+		if err := unmarshalNumbers(data, &raw); err == nil {
 			return raw, nil
 		}
 	}
@@ -184,6 +185,20 @@ func normalize(v any) any {
 		return v
 	}
 	return v
+}
+
+// unmarshalNumbers decodes JSON as json.Unmarshal does, but numbers as
+// json.Number: a schema's bounds and enums keep their digits.
+func unmarshalNumbers(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the document")
+	}
+	return nil
 }
 
 // jsonText is v as JSON, for schemas built of decoded JSON and YAML.

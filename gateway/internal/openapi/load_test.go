@@ -142,7 +142,7 @@ func TestLoad31(t *testing.T) {
 		"parameters":[{"name":"id","in":"path","required":true,"schema":{"type":["integer","string"]}}],
 		"requestBody":{"content":{"application/merge-patch+json":{"schema":{"$ref":"#/components/schemas/Thing","description":"changes"}}}},
 		"responses":{"204":{"description":"done"}}}}},
-	"components":{"schemas":{"Thing":{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0}}}}}}`), "http://h/")
+	"components":{"schemas":{"Thing":{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0,"maximum":9007199254740993}}}}}}`), "http://h/")
 	require.NoError(t, err)
 	tl := toolByName(t, a, "patchThing")
 	assert.False(t, tl.ReadOnly)
@@ -151,8 +151,9 @@ func TestLoad31(t *testing.T) {
 	props := decode(t, tl.InputSchema)["properties"].(map[string]any)
 	assert.Equal(t, []any{"integer", "string"}, props["id"].(map[string]any)["type"])
 	body := props["body"].(map[string]any)["allOf"].([]any)
-	assert.Equal(t, map[string]any{"type": "number", "exclusiveMinimum": 0.0}, body[0].(map[string]any)["properties"].(map[string]any)["n"])
+	assert.Equal(t, map[string]any{"type": "number", "exclusiveMinimum": 0.0, "maximum": 9007199254740993.0}, body[0].(map[string]any)["properties"].(map[string]any)["n"])
 	assert.Equal(t, map[string]any{"description": "changes"}, body[1])
+	assert.Contains(t, string(tl.InputSchema), `"maximum":9007199254740993`, "a bound of a $ref'd schema keeps its digits")
 	req, _, err := a.request(t.Context(), "patchThing", json.RawMessage(`{"id":7,"body":{"n":1}}`))
 	require.NoError(t, err)
 	assert.Equal(t, "application/merge-patch+json", req.Header.Get("Content-Type"), "the body goes as the description's media type")

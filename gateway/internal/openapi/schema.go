@@ -254,7 +254,7 @@ func (r *resolver) schema(sr *openapi3.SchemaRef) (any, error) {
 		return nil, err
 	}
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := unmarshalNumbers(b, &v); err != nil {
 		return nil, err
 	}
 	r.refs = 0
