@@ -225,6 +225,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseChallenge$$' -fuzztime=120000x ./middleware/oauth
 	@echo "==> fuzz: FuzzFixedArgumentSpellings (20000 inputs, differential against encoding/json: no member it decodes into a catalog's fixed argument reaches the upstream)"
 	$(GO) test -run='^$$' -fuzz='^FuzzFixedArgumentSpellings$$' -fuzztime=20000x ./gateway
+	@echo "==> fuzz: FuzzRequestStaysUnderBase (100000 inputs, OpenAPI path, query and header parameters: no request leaves the base URL's origin and path, none carries a header an argument may not set)"
+	$(GO) test -run='^$$' -fuzz='^FuzzRequestStaysUnderBase$$' -fuzztime=100000x ./gateway/internal/openapi
 
 ## race50: concurrency soak, run by hand.
 race50:

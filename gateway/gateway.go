@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/gateway/internal/openapi"
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/vocab"
@@ -55,8 +56,17 @@ type Upstream struct {
 	// Env is the stdio upstream's environment, K=V entries, besides PATH,
 	// HOME, LANG and TMPDIR, which it inherits; it inherits nothing else.
 	Env []string
-	// URL is the endpoint of a Streamable HTTP upstream.
+	// URL is the endpoint of a Streamable HTTP upstream; for an OpenAPI
+	// upstream, the base URL its operations are called at (empty: the
+	// description's first servers entry).
 	URL string
+	// OpenAPI, when set, makes this a REST API upstream: the operations of
+	// this OpenAPI 3.0 or 3.1 description (JSON or YAML; Swagger 2.0 and
+	// external $refs refused) are its tools, each call an HTTP request to
+	// URL (docs/gateway.md, "REST APIs (OpenAPI)"). Command must be empty;
+	// Header is sent with each request; Credentials and Refused are not
+	// supported yet. Mount fails on a description it cannot load.
+	OpenAPI []byte
 	// Header is sent with every request to an HTTP upstream: its own
 	// credentials. A caller's token is never sent upstream.
 	Header http.Header
@@ -253,6 +263,7 @@ type mount struct {
 	log    *slog.Logger
 	tools  toolFilter   // Upstream.Tools
 	client *http.Client // an HTTP upstream's, shared by its sessions; nil for stdio
+	rest   *restAPI     // an OpenAPI upstream's tools, served in process (openapi.go); nil for others
 	cat    *catalog     // what is registered; guarded by g.mu
 	// instructions are those the listing session's initialize answered,
 	// the last time it started; guarded by g.mu (instructions.go).
@@ -402,6 +413,18 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 			return nil, err
 		}
 	}
+	apis := make([]*openapi.API, len(cfg.Upstreams))
+	for i, up := range cfg.Upstreams {
+		if up.OpenAPI == nil {
+			continue
+		}
+		var err error
+		if apis[i], err = loadOpenAPI(up); err != nil { // openapi.go
+			_ = srv.SetToolSearch(nil)
+			return nil, err
+		}
+		cfg.Upstreams[i].URL = apis[i].Base() // served as an HTTP upstream is: no process
+	}
 	for i, up := range cfg.Upstreams {
 		var err error
 		if boxes[i], err = newSandboxed(up, cfg.SandboxDir, cfg.Logger.With("upstream", up.Name)); err != nil { // sandbox.go
@@ -427,6 +450,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		if up.URL != "" {
 			m.client = upstreamClient()
 		}
+		if apis[i] != nil {
+			m.client = restClient()
+			m.rest = newRESTAPI(apis[i], up, m.client, cfg.Logger.With("upstream", up.Name)) // openapi.go
+		}
 		m.ctx, m.stop = context.WithCancel(context.Background())
 		m.catalog = m.newLink(nil)
 		m.era = m.newLink(nil)
@@ -439,6 +466,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := g.observe(cfg); err != nil {
 		for _, m := range g.mounts {
 			m.stop()
+			if m.rest != nil {
+				m.rest.close()
+			}
 		}
 		_ = srv.SetToolSearch(nil)
 		return nil, err
@@ -527,13 +557,18 @@ func checkUpstreams(ups []Upstream) error {
 			return fmt.Errorf("gateway: upstream %s named twice", up.Name)
 		}
 		seen[up.Name] = true
-		if (len(up.Command) == 0) == (up.URL == "") {
+		switch {
+		case up.OpenAPI != nil && len(up.Command) > 0:
+			return fmt.Errorf("gateway: upstream %s: an OpenAPI upstream has no Command", up.Name)
+		case up.OpenAPI != nil && (up.Credentials != nil || up.Refused != nil):
+			return fmt.Errorf("gateway: upstream %s: an OpenAPI upstream takes Header; Credentials and Refused are not supported yet", up.Name)
+		case up.OpenAPI == nil && (len(up.Command) == 0) == (up.URL == ""):
 			return fmt.Errorf("gateway: upstream %s: set exactly one of Command and URL", up.Name)
 		}
 		if _, err := parseToolFilter(up.Tools); err != nil {
 			return fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
 		}
-		if up.URL != "" && !reflect.DeepEqual(up.Sandbox, Sandbox{}) {
+		if (up.URL != "" || up.OpenAPI != nil) && !reflect.DeepEqual(up.Sandbox, Sandbox{}) {
 			return fmt.Errorf("gateway: upstream %s: a sandbox confines a stdio upstream's processes; an HTTP upstream runs elsewhere", up.Name)
 		}
 		if err := up.Sandbox.check(); err != nil { // sandbox.go
@@ -551,6 +586,8 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	switch {
+	case m.rest != nil:
+		tc = m.rest.dial() // openapi.go
 	case m.dial != nil:
 		tc = m.dial()
 	case up.URL != "":
@@ -962,6 +999,9 @@ func (m *mount) close() {
 	m.closeSpare()     // spare.go
 	m.watchers.Wait()
 	m.closing.Wait()
+	if m.rest != nil {
+		m.rest.close()
+	}
 	if m.client != nil {
 		m.client.CloseIdleConnections()
 	}

@@ -46,7 +46,9 @@ func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv fu
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%s %s: no -upstream %s", flag, name, name)
-		case ups[i].URL == "":
+		case ups[i].OpenAPI != nil && flag == "-upstream-auth":
+			return nil, fmt.Errorf("%s %s: an OpenAPI upstream takes -upstream-header; -upstream-auth is not supported for it yet", flag, name)
+		case ups[i].URL == "" && ups[i].OpenAPI == nil:
 			return nil, fmt.Errorf("%s %s: only an HTTP upstream takes credentials (a stdio one takes -upstream-env)", flag, name)
 		}
 		return &ups[i], nil

@@ -1,8 +1,11 @@
 package upstreamspec
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +16,13 @@ import (
 	"github.com/vigil-mcp/vigil/internal/cmdline"
 )
 
+// maxOpenAPIBytes bounds the OpenAPI description -upstream NAME=openapi:FILE
+// reads.
+const maxOpenAPIBytes = 64 << 20
+
 // Parse turns the values of -upstream (NAME=TARGET: an http://
-// or https:// URL, else a command line split as a shell splits words, run
+// or https:// URL; openapi:FILE, a REST API described by an OpenAPI file,
+// read here; else a command line split as a shell splits words, run
 // without one) and -upstream-env (NAME=K=V, for a stdio upstream NAME)
 // into the gateway's upstreams, in the order given.
 func Parse(targets, envs []string) ([]gateway.Upstream, error) {
@@ -29,7 +37,13 @@ func Parse(targets, envs []string) ([]gateway.Upstream, error) {
 			return nil, fmt.Errorf("-upstream %s: named twice", name)
 		}
 		up := gateway.Upstream{Name: name}
-		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		if file, ok := strings.CutPrefix(target, "openapi:"); ok {
+			data, err := readOpenAPI(file)
+			if err != nil {
+				return nil, fmt.Errorf("-upstream %s: %w", name, err)
+			}
+			up.OpenAPI = data
+		} else if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
 			if err := flagvalue.CheckURL(target); err != nil {
 				return nil, fmt.Errorf("-upstream %s: %w", name, err)
 			}
@@ -50,7 +64,7 @@ func Parse(targets, envs []string) ([]gateway.Upstream, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V for an -upstream NAME", e)
-		case ups[i].URL != "":
+		case ups[i].URL != "" || ups[i].OpenAPI != nil:
 			return nil, fmt.Errorf("-upstream-env %s: an HTTP upstream has no environment", name)
 		case !strings.Contains(kv, "=") || strings.HasPrefix(kv, "="):
 			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V", e)
@@ -58,6 +72,29 @@ func Parse(targets, envs []string) ([]gateway.Upstream, error) {
 		ups[i].Env = append(ups[i].Env, kv)
 	}
 	return ups, nil
+}
+
+// readOpenAPI reads the OpenAPI description of -upstream NAME=openapi:FILE,
+// at most maxOpenAPIBytes of it.
+func readOpenAPI(file string) ([]byte, error) {
+	if strings.HasPrefix(file, "http://") || strings.HasPrefix(file, "https://") {
+		return nil, errors.New("openapi: takes a file (a URL is not fetched yet): download the description first")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxOpenAPIBytes+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > maxOpenAPIBytes:
+		return nil, fmt.Errorf("openapi: %s is over %d MiB", file, maxOpenAPIBytes>>20)
+	case len(data) == 0:
+		return nil, fmt.Errorf("openapi: %s is empty", file)
+	}
+	return data, nil
 }
 
 // ApplyTools applies -upstream-tools (NAME=PATTERN[,PATTERN]: the

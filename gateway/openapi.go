@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/gateway/internal/openapi"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// A restAPI is an OpenAPI upstream (Upstream.OpenAPI) as an MCP server of
+// the gateway's own, in process: a tool per operation, whose handler
+// calls the REST API (gateway/internal/openapi). The mount reaches it as
+// it would any upstream, through a session over an in-memory pipe, so
+// that the catalog, pinning, policy, metrics and the rest apply as they
+// do to an MCP upstream.
+type restAPI struct {
+	srv     *server.Server
+	serving sync.WaitGroup // a goroutine per session, serving it
+}
+
+// loadOpenAPI loads up's description, at up.URL when set (else at the
+// description's first server), for Mount's checks and for newRESTAPI.
+func loadOpenAPI(up Upstream) (*openapi.API, error) {
+	api, err := openapi.Load(up.OpenAPI, up.URL)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
+	}
+	return api, nil
+}
+
+// newRESTAPI serves api's operations as tools, calling them through
+// client with up.Header added to each request.
+func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog.Logger) *restAPI {
+	r := &restAPI{srv: server.New(server.WithLogger(logger))}
+	c := *client
+	c.Transport = headerTransport{base: client.Transport, header: up.Header}
+	for _, t := range api.Tools() {
+		// This server checks the arguments against the tool's input schema,
+		// as an MCP upstream would: the gateway leaves that to upstreams.
+		tool := server.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+		if t.ReadOnly || t.Idempotent {
+			tool.Annotations = &server.ToolAnnotations{}
+			if t.ReadOnly {
+				tool.Annotations.ReadOnlyHint = new(true)
+			}
+			if t.Idempotent {
+				tool.Annotations.IdempotentHint = new(true)
+			}
+		}
+		name := t.Name
+		err := r.srv.AddTool(tool, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+			res, err := api.Call(ctx, &c, name, req.Arguments)
+			if errors.Is(err, openapi.ErrArguments) {
+				// A tool error, as the server answers arguments its schema
+				// refuses (MCP 2025-11-25): the model can correct them.
+				out := server.Text(fmt.Sprintf("invalid arguments for tool %q: %v", name, err))
+				out.IsError = true
+				return out, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			out := server.Text(res.Text)
+			out.IsError = res.IsError
+			if res.Structured != nil {
+				out.StructuredContent = res.Structured
+			}
+			return out, nil
+		})
+		if err != nil { // a name or schema Load vouches for: not expected
+			logger.Warn("gateway: an operation of the OpenAPI description not served", "tool", name, "err", err)
+		}
+	}
+	return r
+}
+
+// restClient is the HTTP client of an OpenAPI upstream's calls: the
+// standard transport, redirects as openapi.API.Call follows them.
+func restClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// dial opens a session with the API's server.
+func (r *restAPI) dial() transport.Conn {
+	a, b := memory.NewPair()
+	r.serving.Go(func() { _ = r.srv.Serve(context.Background(), b) })
+	return a
+}
+
+// close ends the API's sessions, waiting for them.
+func (r *restAPI) close() {
+	_ = r.srv.Close()
+	r.serving.Wait()
+}
+
+// headerTransport adds an upstream's own headers (Upstream.Header) to
+// each request to its REST API.
+type headerTransport struct {
+	base   http.RoundTripper // nil: http.DefaultTransport
+	header http.Header
+}
+
+// RoundTrip sends req with the headers added, on a copy.
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if len(h.header) == 0 {
+		return base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for k, vs := range h.header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	return base.RoundTrip(req)
+}
