@@ -32,9 +32,10 @@ func SystemPaths() []string { return append([]string(nil), systemPaths...) }
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
 // installPaths returns the directories a command needs to read to run,
-// besides the system's: the program's own directory (and, for one in a
-// bin, sbin or shims directory, its installation beside it: lib,
-// libexec, share, a version manager's versions), and for each argument
+// besides the system's: the program's own directory, or its node_modules
+// tree (and, for one in a bin, sbin or shims directory, its installation
+// beside it: lib, libexec, share, a version manager's versions), for the
+// program as named and as its links resolve; and for each argument
 // naming an existing file, its directory or, in a node_modules tree, the
 // tree. An argument naming a directory is not granted: the profile says
 // what a server may read or write.
@@ -48,6 +49,7 @@ func installPaths(program string, args []string, dir string) []string {
 	if resolved, err := filepath.EvalSymlinks(program); err == nil {
 		for _, p := range []string{program, resolved} {
 			d := filepath.Dir(p)
+			add(moduleTree(p)) // a script in a node_modules tree (a .bin link's target) imports the tree
 			add(d)
 			switch filepath.Base(d) {
 			case "shims": // a version manager's (pyenv, rbenv): its whole tree

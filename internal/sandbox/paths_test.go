@@ -28,4 +28,12 @@ func TestInstallPaths(t *testing.T) {
 	assert.Contains(t, got, filepath.Join(root, "app/node_modules"))
 	assert.NotContains(t, got, filepath.Join(root, "data"), "a directory argument is the profile's to grant")
 	assert.NotContains(t, got, filepath.Join(root, "opt/tool"), "not the whole installation: its bin and lib")
+
+	// A program that is a node_modules/.bin link to a package's script
+	// reads the whole tree, where the script's imports are.
+	bin := filepath.Join(root, "app/node_modules/.bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.Symlink("../@x/server/dist/index.js", filepath.Join(bin, "server")))
+	got = installPaths(filepath.Join(bin, "server"), nil, root)
+	assert.Contains(t, got, filepath.Join(root, "app/node_modules"))
 }
