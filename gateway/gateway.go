@@ -435,7 +435,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		case up.URL != "":
 		case up.Sandbox.Off:
 			cfg.Logger.Warn("upstream runs unsandboxed: it reaches all the gateway's user can (its files, secrets and network)", "upstream", up.Name)
-		case slices.Contains(up.Sandbox.Network, AllNetwork):
+		case slices.Contains(up.Sandbox.Network, allNetwork):
 			cfg.Logger.Warn("sandboxed upstream has the gateway's own network: it reaches every host the gateway can, loopback and private addresses included", "upstream", up.Name)
 		}
 	}

@@ -57,7 +57,7 @@ type UpstreamStatus struct {
 	// definition is not the one the catalog lock approved (a pinned
 	// upstream: see [Catalog.WithLock]), sorted; not in String.
 	PinChanges []string
-	// Sandbox is a stdio upstream's profile ([Sandbox.Profile]), empty for
+	// Sandbox is a stdio upstream's profile (the sandbox's profile), empty for
 	// an HTTP one (String says its class only); EgressRefused counts what
 	// its egress proxy refused, by host and reason ("HOST REASON"), not in
 	// String.
@@ -131,7 +131,7 @@ func (g *Gateway) Upstreams() []UpstreamStatus {
 			st.RetryIn = m.catalog.retryIn()
 		}
 		if len(m.up.Command) > 0 {
-			st.Sandbox = m.up.Sandbox.Profile()
+			st.Sandbox = m.up.Sandbox.profile()
 			m.sandbox.refusals(func(host, reason string, n int64) {
 				if st.EgressRefused == nil {
 					st.EgressRefused = map[string]int64{}

@@ -18,9 +18,9 @@ import (
 
 // The bounds of a sandbox whose [Sandbox] leaves them 0.
 const (
-	DefaultSandboxMemory    = 1 << 30 // bytes of data (RLIMIT_DATA) of each process
-	DefaultSandboxProcesses = 256     // processes and threads, together
-	DefaultSandboxOpenFiles = 1024    // of each process
+	defaultSandboxMemory    = 1 << 30 // bytes of data (RLIMIT_DATA) of each process
+	defaultSandboxProcesses = 256     // processes and threads, together
+	defaultSandboxOpenFiles = 1024    // of each process
 )
 
 // Sandbox is how a stdio upstream's processes are confined: docs/security.md
@@ -50,14 +50,14 @@ type Sandbox struct {
 	// warning at start).
 	Network []string
 	// MemoryBytes bounds each process's data (RLIMIT_DATA);
-	// DefaultSandboxMemory when 0, unbounded when negative.
+	// 1 GiB when 0, unbounded when negative.
 	MemoryBytes int64
 	// Processes bounds the upstream process's processes and threads
 	// together (RLIMIT_NPROC in its own user namespace);
-	// DefaultSandboxProcesses when 0, unbounded when negative.
+	// 256 when 0, unbounded when negative.
 	Processes int
 	// OpenFiles bounds each process's open files (RLIMIT_NOFILE);
-	// DefaultSandboxOpenFiles when 0, the gateway's own when negative.
+	// 1024 when 0, the gateway's own when negative.
 	OpenFiles int
 }
 
@@ -70,14 +70,14 @@ type Sandbox struct {
 // without it, each start fails saying so.
 func SandboxMain() { sandbox.Main() }
 
-// AllNetwork is the one [Sandbox].Network rule that gives the upstream
-// the gateway's own network.
-const AllNetwork = "all"
+// allNetwork is the one Sandbox.Network rule that gives the upstream the
+// gateway's own network.
+const allNetwork = "all"
 
-// Profile names the sandbox as the live page and /readyz detail show it:
+// profile names the sandbox as the live page and /readyz detail show it:
 // "off", or the network allowed ("none", "all" or the rules) and the
 // paths granted.
-func (s Sandbox) Profile() string {
+func (s Sandbox) profile() string {
 	if s.Off {
 		return "off"
 	}
@@ -97,7 +97,7 @@ func (s Sandbox) Profile() string {
 	return strings.Join(parts, ", ")
 }
 
-// sandboxClass is the class of a profile ([Sandbox.Profile]): off, or the
+// sandboxClass is the class of a profile (the sandbox's profile): off, or the
 // network it has (none, all, or proxy), with no path or host.
 func sandboxClass(profile string) string {
 	switch {
@@ -125,7 +125,7 @@ func (s Sandbox) check() error {
 			return fmt.Errorf("sandbox path %q: give an absolute path", p)
 		}
 	}
-	if slices.Contains(s.Network, AllNetwork) {
+	if slices.Contains(s.Network, allNetwork) {
 		if len(s.Network) > 1 {
 			return errors.New("sandbox network all is every host: it takes no other rule")
 		}
@@ -187,12 +187,12 @@ func newSandboxed(up Upstream, dir string, log *slog.Logger) (*sandboxed, error)
 		return nil, nil
 	}
 	p := sandbox.Policy{Read: sb.Read, Write: sb.Write}
-	p.MemoryBytes = bound(sb.MemoryBytes, DefaultSandboxMemory)
-	p.Processes = int(bound(int64(sb.Processes), DefaultSandboxProcesses))
-	p.OpenFiles = int(bound(int64(sb.OpenFiles), DefaultSandboxOpenFiles))
+	p.MemoryBytes = bound(sb.MemoryBytes, defaultSandboxMemory)
+	p.Processes = int(bound(int64(sb.Processes), defaultSandboxProcesses))
+	p.OpenFiles = int(bound(int64(sb.OpenFiles), defaultSandboxOpenFiles))
 	s := &sandboxed{name: up.Name, log: log, refused: map[string]int64{}}
 	switch {
-	case slices.Contains(sb.Network, AllNetwork):
+	case slices.Contains(sb.Network, allNetwork):
 		p.Network = sandbox.NetworkHost
 	case len(sb.Network) > 0:
 		p.Network = sandbox.NetworkProxy

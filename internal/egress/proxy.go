@@ -24,7 +24,14 @@ const (
 	ReasonResolve    = "resolve"     // the host's name did not resolve
 	ReasonDial       = "dial"        // the connection failed
 	ReasonRequest    = "request"     // not a proxy request (no host, a bad port, a method other than CONNECT in origin form)
-	ReasonBusy       = "busy"        // MaxConns connections are open
+	ReasonBusy       = "busy"        // 64 connections are open through it
+)
+
+// The bounds of a proxy: connections open through it at once (one more
+// is refused, busy), and each connection's dial.
+const (
+	maxConns    = 64
+	dialTimeout = 10 * time.Second
 )
 
 // Rule allows a host and port. Host is a name (matched without case), an
@@ -63,17 +70,8 @@ type Proxy struct {
 	// Refused, when set, is told each refusal: the host asked for
 	// (client-named: bound it before using it as a label) and the reason.
 	Refused func(host, reason string)
-	// Allowed, when set, is told each connection made: the rule's host.
-	Allowed func(host string)
 	// Logger logs each refusal; nil discards.
 	Logger *slog.Logger
-	// MaxConns bounds the connections open through it at once (64 when
-	// below 1).
-	MaxConns int
-	// DialTimeout bounds each connection's dial (10 s when not positive).
-	DialTimeout time.Duration
-	// Resolver resolves names (net.DefaultResolver when nil).
-	Resolver *net.Resolver
 
 	mu    sync.Mutex
 	conns int
@@ -115,11 +113,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) acquire() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	limit := p.MaxConns
-	if limit < 1 {
-		limit = 64
-	}
-	if p.conns >= limit {
+	if p.conns >= maxConns {
 		return false
 	}
 	p.conns++
@@ -173,14 +167,9 @@ func (p *Proxy) dialAllowed(ctx context.Context, hostport, defaultPort string) (
 	// any other reaches only public addresses, checked on the address
 	// dialed (a name that resolves again differently changes nothing).
 	named, _ := netip.ParseAddr(rule.Host)
-	timeout := p.DialTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
 	var refusedAddr bool
 	d := net.Dialer{
-		Timeout:  timeout,
-		Resolver: p.Resolver,
+		Timeout: dialTimeout,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
@@ -208,9 +197,6 @@ func (p *Proxy) dialAllowed(ctx context.Context, hostport, defaultPort string) (
 		default:
 			return nil, host, ReasonDial, http.StatusBadGateway
 		}
-	}
-	if p.Allowed != nil {
-		p.Allowed(rule.Host)
 	}
 	return c, host, "", 0
 }
