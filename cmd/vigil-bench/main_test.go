@@ -12,7 +12,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeStdioEnv) != "" {
+		fakeStdioServer()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestBenchServiceReports runs the service benchmark as make bench-service
 // does, for two short rounds, and checks that it builds and starts the

@@ -116,7 +116,7 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 			target = bin + " -stdio"
 			fmt.Printf("upstream     vigil -stdio (server-everything is not installed: make everything-deps)\n")
 		}
-		fmt.Printf("direct       not measured: the load generator speaks HTTP\n")
+		fmt.Printf("direct       the upstream called over stdio by a client of its own, after the pairs\n")
 	default:
 		up, upURL, err := startVigil(ctx, bin, []string{"-http", "127.0.0.1:0"}, filepath.Join(dir, "upstream.log"))
 		if err != nil {
@@ -178,6 +178,20 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 			if err := pairLoad(ctx, dir, direct, g, loadArgs); err != nil {
 				return err
 			}
+		}
+	}
+	if s.name == "stdio" {
+		var gateways []*gatewayProc
+		for _, g := range procs {
+			if g != tbx {
+				gateways = append(gateways, g)
+			}
+		}
+		if tbx != nil {
+			gateways = append(gateways, tbx)
+		}
+		if err := directStdio(ctx, cfg, target, probeArgs(loadExtra), gateways, s); err != nil {
+			return err
 		}
 	}
 	select {
@@ -256,15 +270,7 @@ func startTBXark(ctx context.Context, bin, dir, setting, target string) (*gatewa
 // answers (an upstream that starts slowly, such as a node server, is not
 // listed at once), for up to a minute.
 func waitServing(ctx context.Context, url string, loadExtra []string) error {
-	args := echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`}
-	for i := 0; i+1 < len(loadExtra); i += 2 {
-		switch loadExtra[i] {
-		case "-echo-arguments":
-			args.arguments = loadExtra[i+1]
-		case "-want":
-			args.want = loadExtra[i+1]
-		}
-	}
+	args := probeArgs(loadExtra)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := probeEcho(ctx, url, args)
@@ -280,6 +286,21 @@ func waitServing(ctx context.Context, url string, loadExtra []string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// probeArgs are the echo arguments and answer of the load generator's
+// extra arguments loadExtra (-echo-arguments, -want), or vigil's echo's.
+func probeArgs(loadExtra []string) echoArgs {
+	args := echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`}
+	for i := 0; i+1 < len(loadExtra); i += 2 {
+		switch loadExtra[i] {
+		case "-echo-arguments":
+			args.arguments = loadExtra[i+1]
+		case "-want":
+			args.want = loadExtra[i+1]
+		}
+	}
+	return args
 }
 
 // echoArgs are the arguments of a probing echo call and what its answer

@@ -20,11 +20,17 @@
 // P again. The gap between the two keeps it from flapping (the same load
 // costs more CPU on several Ps), and Quiet keeps the Ps of a load that
 // pauses for a second or two. A burst after rest runs on one P for at
-// most an interval.
+// most an interval, or until the overload shedder's first busy interval.
 //
 // The overload shedder (internal/overload) sheds nothing while the
 // process runs on fewer Ps than it was given: the remedy for a burst that
-// finds it on one is its Ps, which come back within an interval.
+// finds it on one is its Ps, and the shedder gives them back itself at
+// its first busy interval (a tenth of a second), without waiting for the
+// follower's. The follower reads the Ps the process runs on at each
+// interval, so either may change them. At 2,048 clients after a pause, a
+// burst that waited the follower's interval on one P reached its
+// shedding's steady state that much later: its admitted requests' p99
+// read 94–117 ms against 74–79 ms with the Ps fixed (docs/perf/ROUNDS.md).
 //
 // A GOMAXPROCS set by the operator (the environment variable) is theirs:
 // the follower is then not started. Only a main package should use it,

@@ -55,7 +55,7 @@ func Start(logger *slog.Logger) *Follower {
 		return nil
 	}
 	ticker := time.NewTicker(Interval)
-	f := start(logger, runtime.GOMAXPROCS(0), ticker.C, time.Now, cputime.Process, setProcs)
+	f := start(logger, runtime.GOMAXPROCS(0), ticker.C, time.Now, cputime.Process, setProcs, currentProcs)
 	go func() {
 		<-f.done
 		ticker.Stop()
@@ -73,10 +73,15 @@ func setProcs(n int) {
 	runtime.SetDefaultGOMAXPROCS()
 }
 
+// currentProcs returns the Ps the process runs on now.
+func currentProcs() int { return runtime.GOMAXPROCS(0) }
+
 // start runs the follower's loop on a goroutine of its own, reading the
-// time and the CPU used at each of ticks and calling set with the Ps the
-// next interval gets when they change, from most, the default.
-func start(logger *slog.Logger, most int, ticks <-chan time.Time, now func() time.Time, cpu func() time.Duration, set func(int)) *Follower {
+// time, the CPU used and the Ps the process runs on (get: the overload
+// shedder gives a burst its Ps back without waiting for the follower) at
+// each of ticks, and calling set with the Ps the next interval gets when
+// they change, from most, the default.
+func start(logger *slog.Logger, most int, ticks <-chan time.Time, now func() time.Time, cpu func() time.Duration, set func(int), get func() int) *Follower {
 	f := &Follower{stop: make(chan struct{}), done: make(chan struct{})}
 	procs, lastWall, lastCPU, quiet := most, now(), cpu(), 0
 	go func() {
@@ -93,6 +98,7 @@ func start(logger *slog.Logger, most int, ticks <-chan time.Time, now func() tim
 			case <-ticks:
 			}
 			wall, used := now(), cpu()
+			procs = get()
 			elapsed := wall.Sub(lastWall)
 			if elapsed <= 0 || used < 0 {
 				continue

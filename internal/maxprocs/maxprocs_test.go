@@ -49,15 +49,18 @@ type follower struct {
 	sets  chan int
 	wall  atomic.Int64 // nanoseconds
 	cpu   atomic.Int64
+	procs atomic.Int64 // what the follower reads as the process's Ps: its last setting, or another's
 	f     *maxprocs.Follower
 }
 
 func newFollower(most int) *follower {
 	fl := &follower{ticks: make(chan time.Time), sets: make(chan int, 1)}
+	fl.procs.Store(int64(most))
 	fl.f = maxprocs.StartWith(slog.New(slog.DiscardHandler), most, fl.ticks,
 		func() time.Time { return time.Unix(0, fl.wall.Load()) },
 		func() time.Duration { return time.Duration(fl.cpu.Load()) },
-		func(n int) { fl.sets <- n })
+		func(n int) { fl.procs.Store(int64(n)); fl.sets <- n },
+		func() int { return int(fl.procs.Load()) })
 	return fl
 }
 
@@ -98,6 +101,20 @@ func TestFollowerFollowsTheLoad(t *testing.T) {
 	assert.Equal(t, 4, <-fl.sets, "Stop gives the default back")
 }
 
+// Ps another gave back (the overload shedder, at a burst's first busy
+// interval) are the follower's from its next interval: it does not set
+// them again, and drops to one P after Quiet quiet intervals as from its
+// own.
+func TestFollowerSeesPsGivenBack(t *testing.T) {
+	fl := newFollower(4)
+	require.Equal(t, 1, fl.quiet(t, maxprocs.Quiet))
+	fl.procs.Store(4) // the shedder's runtime.GOMAXPROCS(4)
+	assert.Equal(t, 0, fl.step(0.9), "busy on the Ps given back: nothing to set")
+	assert.Equal(t, 1, fl.quiet(t, maxprocs.Quiet), "quiet again: one P")
+	fl.f.Stop()
+	assert.Equal(t, 4, <-fl.sets, "Stop gives the default back")
+}
+
 func TestFollowerStopAtTheDefaultSetsNothing(t *testing.T) {
 	fl := newFollower(2)
 	assert.Equal(t, 0, fl.step(1.5))
@@ -121,7 +138,8 @@ func TestFollowerOnTheRuntime(t *testing.T) {
 	f := maxprocs.StartWith(slog.New(slog.DiscardHandler), most, ticks,
 		func() time.Time { return time.Unix(0, wall.Load()) },
 		cputime.Process,
-		func(n int) { maxprocs.SetProcs(n); set <- n })
+		func(n int) { maxprocs.SetProcs(n); set <- n },
+		func() int { return runtime.GOMAXPROCS(0) })
 	defer func() {
 		go func() { // Stop may set the default
 			for range set {

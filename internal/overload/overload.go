@@ -42,6 +42,12 @@ const (
 // neighbor), and refusing its clients would not make them wait less.
 const MinBusy = 0.25
 
+// WithheldBusy is the share of its Ps that a process running on fewer
+// than it was given (see [Limiter]) must use in an interval for the
+// Limiter to give it back the Ps it had at New: half of one P in one
+// interval is a burst, not rest.
+const WithheldBusy = 0.5
+
 // FullBusy is the share of the most CPU the process used lately (its
 // peak) that it must use for an interval's delay to count, both averaged
 // over the last Window intervals, which a scheduler's noise would
@@ -324,11 +330,17 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 // FullBusy of its peak. The CPU time unknown (negative), every interval
 // is busy.
 func (l *Limiter) busy(used, elapsed time.Duration) bool {
-	if runtime.GOMAXPROCS(0) < l.given {
+	if procs := runtime.GOMAXPROCS(0); procs < l.given {
 		// Ps withheld since New (a follower of the load, such as
 		// cmd/vigil's, ran the quiet process on one): what its requests
-		// wait for is the Ps it gets back within the follower's interval,
-		// not fewer clients.
+		// wait for is its Ps, not fewer clients. An interval that kept
+		// the Ps it has busy is a burst, and gets them back at once,
+		// without waiting for the follower's interval: the shedding
+		// then starts from the next interval, as in a process that
+		// kept its Ps.
+		if used >= 0 && float64(used) >= WithheldBusy*float64(procs)*float64(elapsed) {
+			runtime.GOMAXPROCS(l.given)
+		}
 		return false
 	}
 	if used < 0 || l.cpu < 0 {

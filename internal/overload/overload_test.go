@@ -628,3 +628,21 @@ func TestWithheldProcsShedNothing(t *testing.T) {
 	overloadFor(f, l)
 	assert.Positive(t, shedOf(l, 1000), "its Ps back, the same delay sheds")
 }
+
+// A process on fewer Ps than it was given gets them back from the
+// Limiter at the first interval that keeps the Ps it has busy (a burst),
+// not at a quiet one. Not parallel: it sets GOMAXPROCS.
+func TestWithheldProcsGivenBackByABurst(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	f, l := newFake(t)
+	f.cpu.Store(0)
+	runtime.GOMAXPROCS(1)
+	for range 3 {
+		f.cpu.Add(int64(DefaultInterval / 10))
+		assert.Zero(t, f.interval(l, 10*target, 1000), "one P of two: nothing shed")
+		require.Equal(t, 1, runtime.GOMAXPROCS(0), "a tenth of a P used: rest, the P withheld")
+	}
+	f.cpu.Add(int64(float64(DefaultInterval) * WithheldBusy))
+	assert.Zero(t, f.interval(l, 10*target, 1000), "the burst's interval is the missing Ps': nothing shed")
+	assert.Equal(t, 2, runtime.GOMAXPROCS(0), "half the P used: its Ps back at once")
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// The latency a gateway adds over stdio (issue 88): the upstream called
+// directly by a client that speaks stdio, its own child process, against
+// each gateway in front of another copy of it called over HTTP, at the
+// same rate and in interleaved rounds. Each side is one client calling
+// echo at evenly spaced times, so that a call never waits for another;
+// the p50 each gateway adds is its p50 less the direct one.
+
+// maxStdioLine bounds a line the upstream writes to the direct client.
+const maxStdioLine = 1 << 20
+
+// stdioClient is a client of an MCP server over stdio: its child process,
+// one request at a time.
+type stdioClient struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	args echoArgs
+	id   int64
+}
+
+// startStdioClient starts the command line target and initializes a
+// session with it.
+func startStdioClient(ctx context.Context, target string, args echoArgs) (*stdioClient, error) {
+	words := strings.Fields(target)
+	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &stdioClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), args: args}
+	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"vigil-bench","version":"1"}}}`, protocol.Version20250618)
+	if _, err := c.round(0, []byte(init), `"serverInfo"`); err != nil {
+		return nil, errors.Join(fmt.Errorf("initialize: %w", err), c.close())
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		return nil, errors.Join(err, c.close())
+	}
+	return c, nil
+}
+
+// call calls echo once and returns how long the answer took.
+func (c *stdioClient) call() (time.Duration, error) {
+	c.id++
+	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + c.args.arguments + `}}`
+	return c.round(c.id, []byte(body), c.args.want)
+}
+
+// round writes the request body, whose id is id, and reads lines until its
+// answer, passing over notifications and requests from the server; the
+// answer must contain want.
+func (c *stdioClient) round(id int64, body []byte, want string) (time.Duration, error) {
+	start := time.Now()
+	if _, err := c.in.Write(append(body, '\n')); err != nil {
+		return 0, err
+	}
+	for {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			return 0, fmt.Errorf("reading the answer to %d: %w", id, err)
+		}
+		if len(line) > maxStdioLine {
+			return 0, fmt.Errorf("a line over %d bytes", maxStdioLine)
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.Method != "" || string(msg.ID) != strconv.FormatInt(id, 10) {
+			continue
+		}
+		elapsed := time.Since(start)
+		if !bytes.Contains(line, []byte(want)) {
+			return 0, fmt.Errorf("answer to %d without %q: %s", id, want, line)
+		}
+		return elapsed, nil
+	}
+}
+
+// close ends the upstream: its stdin closed, then killed.
+func (c *stdioClient) close() error {
+	_ = c.in.Close()
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+	return nil
+}
+
+// httpEchoClient is one 2025-06-18 session's client of a gateway.
+type httpEchoClient struct {
+	client *http.Client
+	url    string
+	sid    string
+	args   echoArgs
+	buf    bytes.Buffer
+	id     int64
+}
+
+func (c *httpEchoClient) call() (time.Duration, error) {
+	c.id++
+	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + c.args.arguments + `}}`
+	req := loadgen.SessionPost(c.url, c.sid, protocol.Version20250618, []byte(body))
+	start := time.Now()
+	if err := loadgen.Do(c.client, req, &c.buf, []byte(c.args.want)); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// paced calls call at rate calls a second, evenly spaced, for d, and
+// returns the latencies.
+func paced(ctx context.Context, rate float64, d time.Duration, call func() (time.Duration, error)) ([]time.Duration, error) {
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var lat []time.Duration
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) >= d {
+			return lat, nil
+		}
+		if wait := time.Until(at); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		l, err := call()
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, l)
+	}
+}
+
+// directStdio runs the upstream target (a command line) as a child of its
+// own, and the gateways, at s.rate, cfg.rateRounds rounds of cfg.rateRound
+// each, interleaved after a warm-up each; it prints each one's p50 and p99
+// and the p50 each gateway adds over the direct calls.
+func directStdio(ctx context.Context, cfg config, target string, args echoArgs, gateways []*gatewayProc, s rateSetting) error {
+	direct, err := startStdioClient(ctx, target, args)
+	if err != nil {
+		return fmt.Errorf("the upstream over stdio: %w", err)
+	}
+	defer func() { _ = direct.close() }()
+	type side struct {
+		name string
+		call func() (time.Duration, error)
+		lat  []time.Duration
+	}
+	sides := []*side{{name: "direct", call: direct.call}}
+	for _, g := range gateways {
+		c := &httpEchoClient{client: loadgen.NewClient(), url: g.url, args: args}
+		defer c.client.CloseIdleConnections()
+		if c.sid, err = loadgen.OpenSession(c.client, g.url, protocol.Version20250618); err != nil {
+			return fmt.Errorf("%s: %w", g.name, err)
+		}
+		sides = append(sides, &side{name: g.name, call: c.call})
+	}
+	for _, sd := range sides {
+		if _, err := paced(ctx, s.rate, 2*time.Second, sd.call); err != nil {
+			return fmt.Errorf("%s warm-up: %w", sd.name, err)
+		}
+	}
+	for range cfg.rateRounds {
+		for _, sd := range sides {
+			lat, err := paced(ctx, s.rate, cfg.rateRound, sd.call)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sd.name, err)
+			}
+			sd.lat = append(sd.lat, lat...)
+		}
+	}
+	fmt.Printf("\ndirect       the upstream called over stdio by one client, its own child process, against each gateway\n")
+	fmt.Printf("             over HTTP by one client, each at %.0f calls/s, %d rounds of %s interleaved\n", s.rate, cfg.rateRounds, cfg.rateRound)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	_, _ = fmt.Fprintf(tw, "\tcalls\tp50\tp99\tp50 over direct\t\n")
+	for _, sd := range sides {
+		slices.Sort(sd.lat)
+		over := "-"
+		if sd != sides[0] {
+			over = fmt.Sprintf("%+.2f ms", float64(benchservice.Percentile(sd.lat, 0.5)-benchservice.Percentile(sides[0].lat, 0.5))/float64(time.Millisecond))
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t\n", sd.name, len(sd.lat), benchservice.Millis(benchservice.Percentile(sd.lat, 0.5)), benchservice.Millis(benchservice.Percentile(sd.lat, 0.99)), over)
+	}
+	return tw.Flush()
+}
