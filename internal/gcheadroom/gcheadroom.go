@@ -194,7 +194,7 @@ func (t *Tuner) tune() {
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, t.headroom/4, t.base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, RoomFor(t.headroom, headroom), t.base, v[1]-min(heap, v[1]), t.limit))
 	t.tunes.Add(1)
 	t.arm()
 }
@@ -266,6 +266,19 @@ func HeadroomFor(headroom, small uint64, elapsed time.Duration) uint64 {
 // to allocate, at most: with a headroom of its own, a load collects about
 // four times a second at most because of its small allocations.
 const smallGarbageSpan = 250 * time.Millisecond
+
+// RoomFor returns the least room for garbage that the memory limit
+// leaves a heap of any size (see [LimitFor]), with the configured
+// headroom and the part of it the small allocations earned
+// ([HeadroomFor]): a quarter of the headroom, or what a quarter second of
+// small allocations takes when that is more. Without the earned part a
+// live heap over the headroom (2,048 connections' buffers and stacks) was
+// collected as often as its scan cost allowed, more often under a load
+// of small requests than the four times a second smallGarbageSpan means,
+// and the CPU per request grew with the connections held
+// (docs/perf/ROUNDS.md, issue 88). Payloads earn no room: they are not
+// small allocations.
+func RoomFor(headroom, earned uint64) uint64 { return max(headroom/4, earned) }
 
 // LimitFor returns the memory limit that keeps the heap of live bytes
 // within the goal the tuner wants for it, plus an eighth for the pages the

@@ -68,6 +68,18 @@ func TestLimitFor(t *testing.T) {
 	assert.Equal(t, int64(72*MiB+(10*MiB+74*MiB)*9/8), gcheadroom.LimitFor(10*MiB, 10*MiB, 64*MiB, 32*MiB, 8*MiB, 100, 72*MiB, math.MaxInt64), "stacks and globals count")
 }
 
+func TestRoomFor(t *testing.T) {
+	const MiB = 1 << 20
+	assert.Equal(t, uint64(8*MiB), gcheadroom.RoomFor(32*MiB, 0), "nothing earned (rest, payloads): a quarter of the headroom")
+	assert.Equal(t, uint64(32*MiB), gcheadroom.RoomFor(32*MiB, 32*MiB), "a load of small requests: all it earned")
+	// 2,048 connections: 25 MiB live, 5 MiB of it scanned, 16 MiB of
+	// stacks, under a load of small requests that earns the whole
+	// headroom: a quarter second of their garbage fits between two
+	// collections, not only as much as a collection scans.
+	room := gcheadroom.RoomFor(32*MiB, 32*MiB)
+	assert.Equal(t, int64(24*MiB+(57*MiB)*9/8), gcheadroom.LimitFor(25*MiB, 5*MiB, 16*MiB, 32*MiB, room, 100, 24*MiB, math.MaxInt64))
+}
+
 func TestHeadroomFor(t *testing.T) {
 	const MiB = 1 << 20
 	assert.Equal(t, uint64(32*MiB), gcheadroom.HeadroomFor(32*MiB, 0, 0), "no time elapsed: all of it")
