@@ -693,6 +693,8 @@ func upstreamClient() *http.Client {
 // notified handles the listing session's notifications that belong to no
 // call: a list that changed is listed again and what is registered
 // follows it; a resource update reaches those it serves that subscribed.
+// Any other (a log message or progress outside a call) is told to no
+// caller, and counted as dropped (reason notification).
 func (m *mount) notified(n *transport.Request) {
 	switch n.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
@@ -704,8 +706,13 @@ func (m *mount) notified(n *transport.Request) {
 		if uri := updatedURI(n); uri != "" {
 			m.sharedUpdated(uri) // subscriptions.go
 		}
+	default:
+		m.unrouted()
 	}
 }
+
+// unrouted counts a notification of no call that no caller is told.
+func (m *mount) unrouted() { m.g.tally[m.up.Name].unrouted.Add(1) }
 
 // relistEvery bounds how often an upstream is listed again after it said
 // a list changed: a storm of list_changed costs one listing at once, then

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,26 @@ func TestHostileUpstream(t *testing.T) {
 	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]
 	assert.Greater(t, dropped, float64(hostiletest.FloodNotes/2), "the flood beyond the relay's rate is dropped and counted")
 	assert.LessOrEqual(t, float64(progress), hostiletest.FloodNotes-dropped)
+}
+
+// TestNotificationOfNoCallCounted: a log message an upstream sends
+// outside any call, on the GET stream of each of its sessions (the
+// listing session's and the caller's), is told to no caller and counted
+// as dropped, reason notification: nothing is lost silently.
+func TestNotificationOfNoCallCounted(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.MetricsConfig{Upstreams: []string{"a"}})
+	tr.mount(t, gateway.Upstream{Name: "a", URL: u.url})
+	c := mcptest.Connect(t, tr.srv)
+	require.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
+	const dropped = "mcp_gateway_upstream_dropped_total{reason=notification,upstream=a}"
+	require.Zero(t, gathered(t, tr.reg)[dropped])
+	sessions := u.srv.Sessions()
+	require.Len(t, sessions, 2, "the listing session and the caller's")
+	for _, ss := range sessions {
+		u.gets.await(ss.ID())
+		require.NoError(t, ss.Notify(t.Context(), "notifications/message", map[string]any{"level": "info", "data": "outside any call"}))
+	}
+	require.Eventually(t, func() bool { return gathered(t, tr.reg)[dropped] == float64(len(sessions)) }, 10*time.Second, 5*time.Millisecond)
 }

@@ -22,6 +22,7 @@ type tally struct {
 	procs   map[*upstream.Process]struct{} // processes live
 
 	progress, logs atomic.Int64 // relayed notes of a call over its rate (bounded)
+	unrouted       atomic.Int64 // notifications of no call that no caller is told (notified)
 	withheld       atomic.Int64 // tools the catalog withheld (curation.go)
 }
 
@@ -74,7 +75,7 @@ func (g *Gateway) dropped(add func(upstream, reason string, n int64)) {
 			stderr += p.DroppedStderrLines()
 		}
 		t.mu.Unlock()
-		add(name, metrics.DropNotification, st.DroppedNotifications+t.logs.Load())
+		add(name, metrics.DropNotification, st.DroppedNotifications+t.logs.Load()+t.unrouted.Load())
 		add(name, metrics.DropProgress, st.DroppedProgress+t.progress.Load())
 		add(name, metrics.DropLateResponse, st.LateResponses)
 		add(name, metrics.DropInvalidMessage, st.InvalidMessages)

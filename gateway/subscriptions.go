@@ -258,6 +258,8 @@ func (m *mount) sessionNotified(ss *server.Session, n *transport.Request) {
 		if uri := updatedURI(n); uri != "" && ss.Subscribed(uri) {
 			_ = ss.Notify(m.ctx, n.Method, uriParams(uri))
 		}
+	default:
+		m.unrouted()
 	}
 }
 
@@ -308,6 +310,8 @@ func (m *mount) eraNotified(n *transport.Request) {
 		}
 	case "notifications/subscriptions/acknowledged":
 		m.acknowledged(n)
+	default:
+		m.unrouted()
 	}
 }
 

@@ -41,7 +41,7 @@ var upstreamStates = []string{StateStarting, StateReady, StateFailing, StateStop
 
 // Values of the reason label of mcp_gateway_upstream_dropped_total.
 const (
-	DropNotification   = "notification"    // a notification the gateway was too far behind to take
+	DropNotification   = "notification"    // a notification the gateway was too far behind to take, or of no call and told to no caller
 	DropProgress       = "progress"        // a progress notification of no call, or of a caller too far behind
 	DropLateResponse   = "late_response"   // an answer to no call in flight (cancelled, or never asked)
 	DropInvalidMessage = "invalid_message" // a frame that was not JSON-RPC, a batch, an unusable id
