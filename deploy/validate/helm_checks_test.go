@@ -110,7 +110,7 @@ func checkChartObjects(t *testing.T, r rendered) {
 	if cm != nil {
 		require.Contains(t, c.Args, "-catalog")
 		_, err := gateway.ParseCatalog([]byte(cm.Data["catalog.yaml"]))
-		assert.NoError(t, err, "the catalog ConfigMap")
+		require.NoError(t, err, "the catalog ConfigMap")
 	}
 
 	// Drain: preStop, then SIGTERM and -shutdown-grace, before SIGKILL.

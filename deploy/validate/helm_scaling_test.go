@@ -1,7 +1,10 @@
 package validate
 
 import (
+	"maps"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -73,4 +76,14 @@ func TestScalingQueriesTested(t *testing.T) {
 	for _, q := range queries {
 		assert.True(t, tested[q], "%s has no promql_expr_test in %s", q, filepath.Base(rulesTestFile))
 	}
+
+	// The chart's README documents those queries, word for word.
+	documented := map[string]bool{}
+	for _, m := range readmeQueryRE.FindAllStringSubmatch(string(readRepoFile(t, chartDir+"/README.md")), -1) {
+		documented[m[1]] = true
+	}
+	assert.Equal(t, slices.Sorted(slices.Values(queries)), slices.Sorted(maps.Keys(documented)), "the queries of the chart's README, \"Scaling\"")
 }
+
+// readmeQueryRE finds the queries the chart's README documents.
+var readmeQueryRE = regexp.MustCompile("`(sum\\(job:[^`]+)`")

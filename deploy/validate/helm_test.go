@@ -153,7 +153,7 @@ func TestChartExamples(t *testing.T) {
 					// Not in k8s.io/api: kubeconform's CRD schemas only.
 				default:
 					_, err := decodeStrict(t, dec, []byte(doc))
-					assert.NoError(t, err, "%s %s", kind, name)
+					require.NoError(t, err, "%s %s", kind, name)
 				}
 			}
 			for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy"} {
