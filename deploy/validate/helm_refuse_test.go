@@ -60,3 +60,59 @@ func TestChartRefusesBrokenValues(t *testing.T) {
 		assert.NoError(t, err, "%s", ok)
 	}
 }
+
+// TestChartSandboxFlags: which -upstream-sandbox the chart gives each
+// upstream, by sandbox.boundary: off for a stdio upstream with the pod as
+// its boundary, nothing for an HTTP upstream (no process), the upstream's
+// own profile when it names one, and nothing when the catalog names one
+// (vigil refuses a profile given both ways).
+func TestChartSandboxFlags(t *testing.T) {
+	upstreams := `
+mode: gateway
+gateway:
+  upstreams:
+    - {name: plain, target: mcp-server-everything stdio}
+    - {name: remote, target: 'https://mcp.example.com/mcp'}
+    - {name: own, target: npx -y @modelcontextprotocol/server-memory, sandbox: 'none,write=/tmp/memory'}
+    - {name: cat, target: npx -y @modelcontextprotocol/server-everything}
+  catalog:
+    upstreams:
+      cat: {sandbox: 'none,net=registry.npmjs.org:443'}
+`
+	for _, tt := range []struct {
+		boundary string
+		want     []string
+	}{
+		{"sandbox: {boundary: pod}\n", []string{"plain=off", "own=none,write=/tmp/memory"}},
+		{"sandbox: {boundary: vigil, seccompProfile: {type: Unconfined}}\n", []string{"own=none,write=/tmp/memory"}},
+	} {
+		var vals map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(upstreams+tt.boundary), &vals))
+		r := mustRender(t, "vigil", vals)
+		var got []string
+		for _, doc := range r.docs {
+			if kind, _ := kindOf(t, doc); kind != "Deployment" {
+				continue
+			}
+			var d struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct {
+								Args []string `json:"args"`
+							} `json:"containers"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &d))
+			args := d.Spec.Template.Spec.Containers[0].Args
+			for i, a := range args {
+				if a == "-upstream-sandbox" {
+					got = append(got, args[i+1])
+				}
+			}
+		}
+		assert.Equal(t, tt.want, got, "%s", tt.boundary)
+	}
+}
