@@ -151,7 +151,7 @@ func checkChartObjects(t *testing.T, r rendered) {
 	}
 
 	require.NotNil(t, np)
-	assert.NoError(t, checkNetworkPolicyHardening(np))
+	require.NoError(t, checkNetworkPolicyHardening(np))
 
 	if so != nil {
 		assert.Equal(t, d.Name, so.Spec.ScaleTargetRef.Name)
