@@ -192,7 +192,7 @@ clients: clients-deps conformance-deps
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
 deploy-validate: system-deps
-	@echo "==> deploy/validate: dashboard, rules, compose, Kubernetes, Dockerfile, static build"
+	@echo "==> deploy/validate: dashboard, rules, compose, Kubernetes, Helm chart, Dockerfile, static build"
 	cd deploy/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Each fuzzer runs a fixed number of inputs (-fuzztime Nx), not a fixed time:

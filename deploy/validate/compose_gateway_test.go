@@ -48,7 +48,7 @@ func loadGatewayCompose(t *testing.T) *types.Project {
 func TestComposeGateway(t *testing.T) {
 	p := loadGatewayCompose(t)
 	assert.ElementsMatch(t, []string{"vigil", "prometheus", "jaeger", "grafana"}, p.ServiceNames())
-	assert.NoError(t, checkComposeHardening(p))
+	require.NoError(t, checkComposeHardening(p))
 	s := composeService(t, p, "vigil")
 	require.NotNil(t, s.Build)
 	assert.Equal(t, dockerfileGateway, s.Build.Dockerfile)

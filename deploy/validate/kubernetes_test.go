@@ -419,7 +419,11 @@ func shutdownGrace(t *testing.T, args []string) time.Duration {
 }
 
 // envOnly are the VIGIL_* variables cmd/vigil reads that are no flag.
-var envOnly = []string{"VIGIL_REQUEST_STATE_KEY", "VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET"}
+var envOnly = []string{
+	"VIGIL_REQUEST_STATE_KEY", "VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET",
+	"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET", "VIGIL_REDIS_PASSWORD", "VIGIL_REDIS_SENTINEL_PASSWORD",
+	"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS",
+}
 
 // checkVigilEnv checks the VIGIL_* variables a deployment (where) gives
 // vigil: each is one cmd/vigil reads, and since the image listens on
@@ -434,6 +438,7 @@ func checkVigilEnv(t *testing.T, where string, env map[string]string) {
 		known["VIGIL_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	known["VIGIL_HTTP_ADDR"] = true // -http
+	known["VIGIL_REDIS_URL"] = true // -redis
 	for _, name := range envOnly {
 		known[name] = true
 	}
@@ -451,15 +456,21 @@ func checkVigilEnv(t *testing.T, where string, env map[string]string) {
 		"%s: with authorization on 0.0.0.0, VIGIL_AUTH_RESOURCE must be the public https URL of /mcp", where)
 }
 
-var flagDefRE = regexp.MustCompile(`fs\.[A-Za-z0-9]+\([^,]+, "([a-z][a-z0-9-]*)"`)
+var flagDefRE = regexp.MustCompile(`fs\.(?:[A-Za-z0-9]+\([^,]+, |Func\()"([a-z][a-z0-9-]*)"`)
 
 // vigilFlags returns the flags cmd/vigil defines (read from its source, so
 // that work in progress there does not break this build).
 func vigilFlags(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	files, err := filepath.Glob(repoPath(t, "cmd/vigil/*.go"))
-	require.NoError(t, err)
+	var files []string
+	// cmd/vigil's own, and those it registers of cmd/internal's packages
+	// (cfg.catalogFlags.Register, cfg.connect.Register).
+	for _, dir := range []string{"cmd/vigil", "cmd/internal/catalogfile", "cmd/internal/connect"} {
+		more, err := filepath.Glob(repoPath(t, dir+"/*.go"))
+		require.NoError(t, err)
+		files = append(files, more...)
+	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
