@@ -181,8 +181,8 @@ func (s *Service) stopServing(ctx context.Context) error {
 			s.shutdownErr = s.err
 			return
 		}
+		s.handshakeMu.Lock() // readyNow starts no handshake once this is false
 		s.ready.Store(false)
-		s.handshakeMu.Lock() // no handshake starts after this (readyNow)
 		s.handshakeMu.Unlock()
 		if s.endpoint != nil {
 			s.endpoint.Drain()
@@ -192,7 +192,6 @@ func (s *Service) stopServing(ctx context.Context) error {
 			_ = s.endpoint.Close()
 		}
 		s.handshakes.Wait() // its requests ended with the Server's
-
 	})
 	return s.shutdownErr
 }
