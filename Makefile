@@ -59,7 +59,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check image
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -194,6 +194,29 @@ clients: clients-deps conformance-deps
 deploy-validate: system-deps
 	@echo "==> deploy/validate: dashboard, rules, compose, Kubernetes, Helm chart, Dockerfile, static build"
 	cd deploy/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## image: build deploy/Dockerfile (vigil) and deploy/Dockerfile.gateway (vigil-gateway) for IMAGE_PLATFORMS (linux/amd64,linux/arm64) with docker buildx,
+## each with BuildKit's SBOM and provenance attestations and the OCI labels, as OCI archives in bin/images (IMAGE_OUTPUT=type=registry pushes instead,
+## to IMAGE_REPO); skipped with a message without Docker, a daemon that answers or the buildx plugin. The gateway image's npm step runs on each
+## platform: an arm64 build on amd64 needs QEMU (docker run --privileged --rm tonistiigi/binfmt --install arm64).
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_VERSION ?= dev
+IMAGE_REPO ?=
+IMAGE_OUTPUT ?=
+image:
+	@if ! command -v docker >/dev/null 2>&1; then echo "==> image: skipped: no docker command (install Docker Engine with its buildx plugin)"; exit 0; fi; \
+	if ! docker info >/dev/null 2>&1; then echo "==> image: skipped: no Docker daemon answers (docker info failed)"; exit 0; fi; \
+	if ! docker buildx version >/dev/null 2>&1; then echo "==> image: skipped: docker buildx is missing (install the docker-buildx-plugin package)"; exit 0; fi; \
+	revision=$$(git rev-parse HEAD 2>/dev/null || echo unknown); mkdir -p bin/images; \
+	for spec in Dockerfile:vigil Dockerfile.gateway:vigil-gateway; do \
+		file=$${spec%%:*}; name=$${spec##*:}; \
+		output="$(IMAGE_OUTPUT)"; [[ -n "$$output" ]] || output="type=oci,dest=bin/images/$$name.oci.tar"; \
+		echo "==> image: $$name $(IMAGE_VERSION) for $(IMAGE_PLATFORMS) ($$output)"; \
+		docker buildx build --platform "$(IMAGE_PLATFORMS)" --sbom=true --provenance=mode=min \
+			--build-arg VERSION="$(IMAGE_VERSION)" --build-arg REVISION="$$revision" \
+			-f "deploy/$$file" -t "$(IMAGE_REPO)$$name:$(IMAGE_VERSION)" --output "$$output" . \
+			|| { echo "==> image: $$name failed; a multi-platform build needs a builder that exports it (docker buildx create --driver docker-container --use)"; exit 1; }; \
+	done
 
 # Each fuzzer runs a fixed number of inputs (-fuzztime Nx), not a fixed time:
 # with a duration, go1.26's fuzzing coordinator can report "context deadline

@@ -1,6 +1,7 @@
 package vigil
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -29,9 +30,9 @@ func (s *Service) adminMux() *http.ServeMux {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := s.notReady(); err != nil {
+		if err := s.readyNow(r.Context()); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(err.Error() + "\n"))
 			return
@@ -46,7 +47,7 @@ func (s *Service) adminMux() *http.ServeMux {
 	}
 	opts := append([]debugpage.HandlerOption{
 		debugpage.WithService(s.name, s.version),
-		debugpage.WithReadiness(s.notReady),
+		debugpage.WithReadiness(func() error { return s.readyNow(context.Background()) }),
 		debugpage.WithTraceExporter(s.in.exporter),
 		debugpage.WithMetricsLink("/metrics"),
 	}, s.cfg.pageOpts...)
@@ -66,13 +67,20 @@ func (s *Service) adminMux() *http.ServeMux {
 }
 
 // notReady returns why the service is not ready, or nil: it is not serving
-// yet or any more ([errDraining]), or the WithReadiness check fails.
+// yet or any more ([errDraining]), the WithReadiness check fails, or the
+// readiness handshake has not been answered yet ([errNoHandshake]: see
+// readyNow, which makes it).
 func (s *Service) notReady() error {
 	if !s.ready.Load() {
 		return errDraining
 	}
 	if s.cfg.readiness != nil {
-		return s.cfg.readiness()
+		if err := s.cfg.readiness(); err != nil {
+			return err
+		}
+	}
+	if !s.handshook.Load() {
+		return errNoHandshake
 	}
 	return nil
 }

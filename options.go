@@ -170,7 +170,9 @@ func WithAdminHandler(pattern string, h http.Handler) Option {
 
 // WithReadiness adds a check to /readyz and the live page: while check
 // returns an error, /readyz answers 503 with its text. The service is
-// otherwise ready from the start of serving to the start of its shutdown.
+// otherwise ready once it serves and has answered its readiness handshake
+// (an in-process MCP initialize, made by the first /readyz after check
+// passes), until the start of its shutdown.
 func WithReadiness(check func() error) Option {
 	return option(func(c *config) { c.readiness = check })
 }

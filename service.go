@@ -58,7 +58,12 @@ type Service struct {
 	cfg           config
 	err           error // New's; returned by Err and the serve methods
 	in            *instruments
-	ready         atomic.Bool // serving, and not shutting down
+	ready         atomic.Bool    // serving, and not shutting down
+	handshook     atomic.Bool    // a readiness handshake was answered (readiness.go)
+	handshakeMu   sync.Mutex     // guards handshakeDone and handshakeErr
+	handshakeDone chan struct{}  // closed when the handshake under way ends; nil: none under way
+	handshakeErr  error          // the last handshake's
+	handshakes    sync.WaitGroup // the handshake under way, which stopServing waits for
 
 	build    sync.Once // the endpoint and the admin handler, at first use
 	endpoint *streamable.Endpoint
@@ -176,7 +181,9 @@ func (s *Service) stopServing(ctx context.Context) error {
 			s.shutdownErr = s.err
 			return
 		}
+		s.handshakeMu.Lock() // readyNow starts no handshake once this is false
 		s.ready.Store(false)
+		s.handshakeMu.Unlock()
 		if s.endpoint != nil {
 			s.endpoint.Drain()
 		}
@@ -184,6 +191,7 @@ func (s *Service) stopServing(ctx context.Context) error {
 		if s.endpoint != nil {
 			_ = s.endpoint.Close()
 		}
+		s.handshakes.Wait() // its requests ended with the Server's
 	})
 	return s.shutdownErr
 }

@@ -225,3 +225,20 @@ func globMatches(glob, name string) bool {
 	ok, _ := path.Match(glob, name)
 	return ok
 }
+
+// EndpointNames returns the names of the named endpoints of the catalog
+// in force (served at /mcp/NAME), sorted, and whether its default
+// endpoint, /mcp, serves (false when the catalog turns it off): what
+// discovery lists, one Server Card each. Without a catalog there are no
+// names and /mcp serves. It is safe for concurrent use.
+func (g *Gateway) EndpointNames() (names []string, defaultServes bool) {
+	c := g.catalog.Load()
+	if c == nil {
+		return nil, true
+	}
+	for name := range c.endpoints {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, c.def == nil || !c.def.off
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+	"github.com/vigil-mcp/vigil/cmd/internal/servercard"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/loopback"
@@ -37,6 +38,7 @@ type config struct {
 	toolConcurrency  int
 	maxResultBytes   int // -max-result-bytes: a larger result is refused, a tool's as a tool error (0: no limit)
 	traceRing        int
+	discovery        servercard.Flags // -discovery, -public-url, -registry-name, -registry-image, -server-json
 	debug            bool
 	gcHeadroomMiB    int    // -gc-headroom: the least heap goal, live heap included (0: GOGC alone)
 	stateKey         []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag

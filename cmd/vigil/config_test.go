@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+	"github.com/vigil-mcp/vigil/cmd/internal/servercard"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -25,6 +26,7 @@ import (
 // defaultConfig is the configuration with no flags and no environment.
 func defaultConfig() config {
 	c := config{
+		discovery:         servercard.Flags{Enabled: true, Name: servercard.DefaultName},
 		httpAddr:          "127.0.0.1:8080",
 		grace:             10 * time.Second,
 		logLevel:          slog.LevelInfo,
@@ -96,6 +98,7 @@ func TestParseConfig(t *testing.T) {
 				"-audit-block", "0", "-trace-content", "-skills", "/srv/skills",
 			},
 			want: config{
+				discovery:       servercard.Flags{Enabled: true, Name: servercard.DefaultName},
 				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
 				maxSessionState: 4096, maxSessionEvents: 8192,
 				httpAddr: ":9090", stdio: true, grace: 3 * time.Second, logLevel: slog.LevelDebug, logFormat: "json",
@@ -131,6 +134,7 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_SKILLS": "skills",
 			},
 			want: config{
+				discovery:       servercard.Flags{Enabled: true, Name: servercard.DefaultName},
 				sseWriteTimeout: 4 * time.Second, maxResumptions: 8, initTimeout: 30 * time.Second,
 				maxSessionState: 1000, maxSessionEvents: 2000,
 				httpAddr: "0.0.0.0:80", stdio: true, grace: time.Minute, logLevel: slog.LevelWarn, logFormat: "json",
@@ -487,7 +491,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-sandbox NAME=PROFILE[,KEY=VALUE...]", "(env VIGIL_UPSTREAM_SANDBOX)", "-upstream-sandbox-dir string", "(env VIGIL_UPSTREAM_SANDBOX_DIR)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 85, flags, "every flag is listed")
+	for _, want := range []string{"(env VIGIL_DISCOVERY)", "-public-url URL", "(env VIGIL_PUBLIC_URL)", "-registry-name name", "(env VIGIL_REGISTRY_NAME)", "-registry-image reference", "(env VIGIL_REGISTRY_IMAGE)", "(env VIGIL_SERVER_JSON)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 90, flags, "every flag is listed")
 	assert.Equal(t, flags-1, strings.Count(usage, "(env VIGIL_"), "every flag but -version names its variable")
 	assert.Contains(t, usage, "  -version\n")
 }

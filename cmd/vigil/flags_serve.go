@@ -23,11 +23,15 @@ func (g *serveFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&g.allowedHosts, "allowed-hosts", "", "comma-separated Host `names` accepted besides loopback names (DNS rebinding protection)")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
+	cfg.discovery.Register(fs)
 	fs.StringVar(&cfg.skillsDir, "skills", "", "`directory` of Agent Skills to serve (the skills extension): every subdirectory holding a SKILL.md is a skill at its path (acme/billing/refunds), its files read once at start")
 }
 
 func (g *serveFlags) resolve(cfg *config, _ flagSource) error {
 	cfg.allowedHosts = flagvalue.SplitList(g.allowedHosts)
+	if err := cfg.discovery.Check(); err != nil {
+		return err
+	}
 	switch {
 	case cfg.grace < 0:
 		return errors.New("-shutdown-grace must not be negative")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/connect"
 	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
+	"github.com/vigil-mcp/vigil/cmd/internal/servercard"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
@@ -151,9 +153,18 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		// that checks tool scopes per message.
 		mcp = f.guarded(endpoint)
 	}
+	var endpoints func() ([]string, bool)
 	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" { // the catalog's endpoints, /mcp/NAME, and its default one, /mcp
 		mcp = f.guarded(g.Endpoints(endpoint))
 		public = catalogfile.WithEndpoints(public, mcp)
+		endpoints = g.EndpointNames
+	}
+	if d := &f.cfg.discovery; d.Enabled { // the Server Cards, and the catalog of them
+		s, url := d.Vigil(buildVersion()), cmp.Or(d.PublicURL, resourceURI(f.cfg, addr))
+		if f.authz != nil {
+			s.ResourceMetadata = f.authz.rs.MetadataURL()
+		}
+		public = servercard.Routes(public, s, url, endpoints)
 	}
 	return endpoint, mcp, public, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/procself"
 	"github.com/vigil-mcp/vigil/cmd/internal/redislog"
 	"github.com/vigil-mcp/vigil/cmd/internal/restpages"
+	"github.com/vigil-mcp/vigil/cmd/internal/servercard"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
@@ -83,6 +84,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.discovery.PrintServerJSON { // the registry's server.json, and exit
+		return servercard.Write(os.Stdout, cfg.discovery.ServerJSON(buildVersion()))
 	}
 	// Records are written to stderr in the background, so that no request
 	// waits on it; the deferred Close, which runs last, writes what is

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/middleware/policy"
 )
 
@@ -69,5 +70,5 @@ func checkPolicyTools(cfg config, names []string) error {
 	if cfg.authPolicy == nil {
 		return nil
 	}
-	return checkKnownTools("-auth-policy "+cfg.authPolicyFile, names, maps.Keys(cfg.authPolicy.Tools))
+	return flagvalue.KnownTools("-auth-policy "+cfg.authPolicyFile, names, maps.Keys(cfg.authPolicy.Tools))
 }

@@ -54,5 +54,5 @@ func (g *rateFlags) resolve(cfg *config, _ flagSource) error {
 // checkToolRates returns an error naming the tools of rates that are not
 // in names (sorted, as srv.ToolNames returns them).
 func checkToolRates(names []string, rates map[string]flagvalue.ToolRate) error {
-	return checkKnownTools("-tool-rate-limits", names, maps.Keys(rates))
+	return flagvalue.KnownTools("-tool-rate-limits", names, maps.Keys(rates))
 }

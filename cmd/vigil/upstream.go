@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -183,7 +185,7 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 	f.gateway.Store(g)
 	names := knownToolNames(cfg, srv.ToolNames(), g.Upstreams(), logger)
 	if err = checkToolNames(cfg, names); err == nil {
-		err = checkToolScopes(names, cfg.authToolScopes)
+		err = flagvalue.KnownTools("-auth-tool-scopes", names, maps.Keys(cfg.authToolScopes))
 	}
 	if err == nil && f.users != nil {
 		err = f.users.AddTools(srv) // gateway_connections, gateway_disconnect

@@ -86,8 +86,8 @@ func TestDockerfile(t *testing.T) {
 
 	m := goDirectiveRE.FindSubmatch(readRepoFile(t, "go.mod"))
 	require.NotNil(t, m, "go.mod has no go directive")
-	builder := regexp.MustCompile(`^golang:(\d+\.\d+)(?:\.\d+)?@sha256:[0-9a-f]{64} AS build$`).FindStringSubmatch(froms[0])
-	if assert.NotNil(t, builder, "the builder is golang:VERSION@sha256:DIGEST AS build: %s", froms[0]) {
+	builder := regexp.MustCompile(`^--platform=\$BUILDPLATFORM golang:(\d+\.\d+)(?:\.\d+)?@sha256:[0-9a-f]{64} AS build$`).FindStringSubmatch(froms[0])
+	if assert.NotNil(t, builder, "the builder is --platform=$BUILDPLATFORM golang:VERSION@sha256:DIGEST AS build: %s", froms[0]) {
 		assert.Equal(t, string(m[1]), builder[1], "the builder's Go is go.mod's")
 	}
 

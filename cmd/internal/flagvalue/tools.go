@@ -2,6 +2,7 @@ package flagvalue
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,4 +102,21 @@ func HiddenRates(rates map[string]ToolRate, toolScopes map[string][]string) erro
 	}
 	slices.Sort(both)
 	return fmt.Errorf("-auth-hide-tools: -tool-rate-limits on %q, which need -auth-tool-scopes, would tell a caller that may not call them that they exist (its own bucket runs out): drop one", both)
+}
+
+// KnownTools returns an error naming the tools of tools that names
+// (sorted, as server.Server.ToolNames returns them) lacks, which flag
+// names: a setting of a misspelled tool would do nothing.
+func KnownTools(flag string, names []string, tools iter.Seq[string]) error {
+	var unknown []string
+	for tool := range tools {
+		if _, found := slices.BinarySearch(names, tool); !found {
+			unknown = append(unknown, tool)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("%s names unknown tools %q; the tools are %q", flag, unknown, names)
 }
