@@ -63,7 +63,7 @@ func main() {
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.StringVar(&cfg.against, "against", "", "measure vigil against cmd/vigil built from the checkout in `dir` (the parent commit), both with the same flags under the same load, instead of against the floor")
-	flag.Func("vigil-arg", "one more `argument` for cmd/vigil in bench-service (and the -against vigil) and in -scale's overload, payload and callers phases, such as -vigil-arg=-overload-target=0; repeatable", func(v string) error {
+	flag.Func("vigil-arg", "one more `argument` for cmd/vigil in bench-service (and the -against vigil), in -scale's overload, payload and callers phases and for the gateways of -rates, such as -vigil-arg=-overload-target=0; repeatable", func(v string) error {
 		cfg.vigilArgs = append(cfg.vigilArgs, v)
 		return nil
 	})

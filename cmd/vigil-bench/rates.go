@@ -134,7 +134,7 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 		{"vigil", nil},
 		{"vigil-shared", []string{"-upstream-shared"}},
 	} {
-		args := append([]string{"-http", "127.0.0.1:0", "-upstream", "e=" + target}, g.args...)
+		args := append(append([]string{"-http", "127.0.0.1:0", "-upstream", "e=" + target}, g.args...), cfg.vigilArgs...)
 		cmd, url, err := startVigil(ctx, bin, args, filepath.Join(dir, g.name+"-"+s.name+".log"))
 		if err != nil {
 			return err
