@@ -425,6 +425,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		}
 		cfg.Upstreams[i].URL = apis[i].Base() // served as an HTTP upstream is: no process
 	}
+	if err := cfg.Catalog.checkOperations(apisByName(cfg.Upstreams, apis)); err != nil { // restpick.go
+		_ = srv.SetToolSearch(nil)
+		return nil, err
+	}
 	for i, up := range cfg.Upstreams {
 		var err error
 		if boxes[i], err = newSandboxed(up, cfg.SandboxDir, cfg.Logger.With("upstream", up.Name)); err != nil { // sandbox.go

@@ -21,6 +21,8 @@ import (
 // that the catalog, pinning, policy, metrics and the rest apply as they
 // do to an MCP upstream.
 type restAPI struct {
+	api     *openapi.API
+	ops     map[string]*openapi.Tool // by tool name: what the catalog selects by (restpick.go)
 	srv     *server.Server
 	serving sync.WaitGroup // a goroutine per session, serving it
 }
@@ -38,7 +40,7 @@ func loadOpenAPI(up Upstream) (*openapi.API, error) {
 // newRESTAPI serves api's operations as tools, calling them through
 // client with up.Header added to each request.
 func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog.Logger) *restAPI {
-	r := &restAPI{srv: server.New(server.WithLogger(logger))}
+	r := &restAPI{api: api, ops: map[string]*openapi.Tool{}, srv: server.New(server.WithLogger(logger))}
 	c := *client
 	c.Transport = headerTransport{base: client.Transport, header: up.Header}
 	for _, t := range api.Tools() {
@@ -55,6 +57,7 @@ func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog
 			}
 		}
 		name := t.Name
+		r.ops[name] = &t
 		err := r.srv.AddTool(tool, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 			res, err := api.Call(ctx, &c, name, req.Arguments)
 			if errors.Is(err, openapi.ErrArguments) {
@@ -85,6 +88,15 @@ func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog
 // standard transport, redirects as openapi.API.Call follows them.
 func restClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// operation returns the operation served as the tool name; nil when r
+// is nil (not an OpenAPI upstream) or serves no such tool.
+func (r *restAPI) operation(name string) *openapi.Tool {
+	if r == nil {
+		return nil
+	}
+	return r.ops[name]
 }
 
 // dial opens a session with the API's server.

@@ -101,6 +101,7 @@ func Load(data []byte, base string) (*API, error) {
 				return nil, fmt.Errorf("openapi: %s %s: %w", method, path, err)
 			}
 			o.tool.Name = toolName(op.OperationID, method, path, names)
+			o.tool.Method, o.tool.Path, o.tool.Tags = method, path, slices.Clone(op.Tags)
 			a.ops[o.tool.Name] = o
 			a.tools = append(a.tools, o.tool)
 		}
