@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +26,7 @@ import (
 // do to an MCP upstream.
 type restAPI struct {
 	api     *openapi.API
+	digest  string                   // "sha256:" and the hex SHA-256 of the description's bytes, which the catalog lock pins (pinning.go)
 	ops     map[string]*openapi.Tool // by tool name: what the catalog selects by (restpick.go)
 	srv     *server.Server
 	serving sync.WaitGroup // a goroutine per session, serving it
@@ -50,7 +53,8 @@ func loadOpenAPI(up Upstream) (*openapi.API, error) {
 // request (restTransport: restcall.go); a 401 to a call goes to
 // up.Refused (callREST).
 func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog.Logger) *restAPI {
-	r := &restAPI{api: api, ops: map[string]*openapi.Tool{}, srv: server.New(server.WithLogger(logger)), refused: up.Refused}
+	sum := sha256.Sum256(up.OpenAPI)
+	r := &restAPI{api: api, ops: map[string]*openapi.Tool{}, srv: server.New(server.WithLogger(logger)), refused: up.Refused, digest: "sha256:" + hex.EncodeToString(sum[:])}
 	c := *client
 	c.Transport = restTransport{base: client.Transport, header: up.Header, credentials: up.Credentials}
 	for _, t := range api.Tools() {
@@ -123,6 +127,15 @@ func (r *restAPI) callREST(ctx context.Context, c *http.Client, name string, arg
 // standard transport, redirects as openapi.API.Call follows them.
 func restClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// descriptionDigest returns the digest of r's description, "" when r is
+// nil (not an OpenAPI upstream).
+func (r *restAPI) descriptionDigest() string {
+	if r == nil {
+		return ""
+	}
+	return r.digest
 }
 
 // operation returns the operation served as the tool name; nil when r
