@@ -89,8 +89,8 @@ func withOperation(ctx context.Context, op *openapi.Tool) context.Context {
 // (Upstream.Credentials, with the request's context, the caller's), each
 // under an HTTP client span (OpenTelemetry's HTTP client conventions),
 // a child of the call's span, whose trace context the request carries
-// (traceparent, tracestate). No span without a recording span in the
-// context.
+// (traceparent, tracestate). Without a recording span in the context, no
+// span: the request carries the context's trace context, if any.
 type restTransport struct {
 	base        http.RoundTripper // nil: http.DefaultTransport
 	header      http.Header
@@ -121,6 +121,9 @@ func (t restTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
+		// No span, but the caller's trace context, as an MCP upstream gets
+		// it (hop.go, traceMembers): none when ctx has none.
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 		return base.RoundTrip(req)
 	}
 	ctx, span := startRESTSpan(ctx, parent, req)
@@ -168,15 +171,12 @@ func startRESTSpan(ctx context.Context, parent trace.Span, req *http.Request) (c
 }
 
 // restErrorType is error.type of a request that got no answer: timeout,
-// or the class of the failure.
+// else _OTHER.
 func restErrorType(err error) string {
-	switch ne, ok := errors.AsType[net.Error](err); {
-	case ok && ne.Timeout():
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return mcpconv.ErrorTypeTimeout
-	case strings.Contains(err.Error(), "redirect"):
-		return "redirect"
 	}
-	return "_OTHER"
+	return mcpconv.ErrorTypeOther
 }
 
 // secretQuery names, lowercase, the query parameters whose values a span

@@ -13,13 +13,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -218,4 +221,27 @@ func TestOpenAPIUpstreamCredentials(t *testing.T) {
 	<-seen
 	assert.True(t, res.IsError)
 	assert.Equal(t, `HTTP 401 Unauthorized: {"message":"Bad credentials"}`, res.Text())
+}
+
+// TestOpenAPIUpstreamUnsampled: a call whose span is not sampled makes no
+// client span, and the API still gets its trace context, not sampled.
+func TestOpenAPIUpstreamUnsampled(t *testing.T) {
+	testkit.Watchdog(t)
+	seen := make(chan restSeen, 10)
+	api := restAPIServer(t, seen, nil)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()))
+	require.NoError(t, err)
+	srv := server.New(inst.ServerOptions()...)
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "pets", OpenAPI: []byte(keyedDescription), URL: api.URL + "/v1"}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	c := mcptest.Connect(t, srv)
+	require.False(t, c.CallTool("getPet", map[string]any{"petId": "rex"}).IsError)
+	got := (<-seen).traceparent
+	assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-00$`, got, "the trace context, not sampled")
+	assert.NotEqual(t, "00-00000000000000000000000000000000-0000000000000000-00", got)
+	assert.Empty(t, spans.GetSpans())
 }
