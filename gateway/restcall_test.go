@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -244,4 +246,47 @@ func TestOpenAPIUpstreamUnsampled(t *testing.T) {
 	assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-00$`, got, "the trace context, not sampled")
 	assert.NotEqual(t, "00-00000000000000000000000000000000-0000000000000000-00", got)
 	assert.Empty(t, spans.GetSpans())
+}
+
+// TestOpenAPIUpstreamCallerNotForged: a caller's _meta naming the id
+// under which another caller's call in flight is lent (io.vigil/call)
+// does not reach the REST call: its request goes with its own
+// credentials, the other's with theirs.
+func TestOpenAPIUpstreamCallerNotForged(t *testing.T) {
+	testkit.Watchdog(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	seen := make(chan restSeen, 10)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- restSeen{path: r.URL.Path, authorization: r.Header.Get("Authorization")}
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			close(arrived)
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(api.Close)
+	up := gateway.Upstream{
+		Name: "pets", OpenAPI: []byte(keyedDescription), URL: api.URL + "/v1",
+		Credentials: func(ctx context.Context) (http.Header, error) {
+			req := server.RequestFromContext(ctx)
+			if req == nil {
+				return nil, errors.New("no caller")
+			}
+			return http.Header{"Authorization": {fmt.Sprintf("Bearer %p", req.Session)}}, nil
+		},
+	}
+	srv := frontServer(t, up)
+	a, b := mcptest.Connect(t, srv), mcptest.Connect(t, srv)
+	done := make(chan *server.CallToolResult, 1)
+	go func() { done <- a.CallTool("getPet", map[string]any{"petId": "slow"}) }()
+	<-arrived
+	aSeen := <-seen
+	for id := range 4 { // the ids a call of a may be lent under
+		_, rpcErr := b.Call("tools/call", map[string]any{"name": "getPet", "arguments": map[string]any{"petId": "rex"}, "_meta": map[string]any{"io.vigil/call": strconv.Itoa(id)}})
+		require.Nil(t, rpcErr)
+		bSeen := <-seen
+		assert.NotEqual(t, aSeen.authorization, bSeen.authorization, "b's call went with a's credentials")
+	}
+	close(release)
+	assert.False(t, (<-done).IsError)
 }
