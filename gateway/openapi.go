@@ -55,6 +55,7 @@ func loadOpenAPI(up Upstream) (*openapi.API, error) {
 func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog.Logger) *restAPI {
 	sum := sha256.Sum256(up.OpenAPI)
 	r := &restAPI{api: api, ops: map[string]*openapi.Tool{}, srv: server.New(server.WithLogger(logger)), refused: up.Refused, digest: "sha256:" + hex.EncodeToString(sum[:])}
+	sayUnmetSecurity(api, up, logger) // restsecurity.go
 	c := *client
 	c.Transport = restTransport{base: client.Transport, header: up.Header, credentials: up.Credentials}
 	for _, t := range api.Tools() {
