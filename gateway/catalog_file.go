@@ -97,9 +97,12 @@ const (
 )
 
 // selector picks items for an endpoint: an upstream's items whose own
-// names a glob matches, or the tools with a tag.
+// names a glob matches, or the tools with a tag; or an OpenAPI
+// upstream's tools whose operation has a tag (opTag) or a path template
+// a glob matches (opPath, see matchesPath: restpick.go).
 type selector struct {
 	upstream, glob, tag string
+	opTag, opPath       string
 }
 
 // ParseCatalog parses a catalog file, refusing, with its line, a key it
@@ -415,7 +418,7 @@ func parseEndpoint(name string, n *yaml.Node) (*endpointSpec, error) {
 			for _, s := range list {
 				sel, ok := parseSelector(s, k.Value == "tools")
 				if !ok {
-					return fmt.Errorf("line %d: %s: %q: want UPSTREAM/GLOB, a glob of path.Match over the upstream's own names (or tag:TAG for tools)", v.Line, k.Value, s)
+					return fmt.Errorf("line %d: %s: %q: want UPSTREAM/GLOB, a glob of path.Match over the upstream's own names (for tools also tag:TAG, and for an OpenAPI upstream's UPSTREAM/tag:TAG or UPSTREAM/path:/GLOB)", v.Line, k.Value, s)
 				}
 				sels = append(sels, sel)
 			}
@@ -440,13 +443,26 @@ func parseEndpoint(name string, n *yaml.Node) (*endpointSpec, error) {
 	return e, err
 }
 
-// parseSelector parses UPSTREAM/GLOB, or tag:TAG when tags are allowed.
+// parseSelector parses UPSTREAM/GLOB; when tags (tools) are allowed,
+// tag:TAG, and an OpenAPI upstream's UPSTREAM/tag:TAG and
+// UPSTREAM/path:GLOB (a glob of path.Match starting with '/'). A tool's
+// name has no ':', so neither form shadows a glob of names.
 func parseSelector(s string, tags bool) (selector, bool) {
 	if tag, ok := strings.CutPrefix(s, "tag:"); ok {
 		return selector{tag: tag}, tags && tag != ""
 	}
 	up, glob, ok := strings.Cut(s, "/")
-	if _, err := path.Match(glob, ""); !ok || up == "" || glob == "" || err != nil {
+	if !ok || up == "" || glob == "" {
+		return selector{}, false
+	}
+	if tag, ok := strings.CutPrefix(glob, "tag:"); ok {
+		return selector{upstream: up, opTag: tag}, tags && tag != ""
+	}
+	if p, ok := strings.CutPrefix(glob, "path:"); ok {
+		_, err := path.Match(p, "")
+		return selector{upstream: up, opPath: p}, tags && strings.HasPrefix(p, "/") && err == nil
+	}
+	if _, err := path.Match(glob, ""); err != nil {
 		return selector{}, false
 	}
 	return selector{upstream: up, glob: glob}, true
@@ -482,18 +498,27 @@ func (c *Catalog) check(ups []Upstream) error {
 			return fmt.Errorf("gateway: catalog: line %d: upstream %q is not one the gateway fronts (%s)", c.lines["upstream "+name], name, strings.Join(known, ", "))
 		}
 	}
-	all := slices.Collect(maps.Values(c.endpoints))
-	if c.def != nil {
-		all = append(all, c.def)
-	}
-	for _, e := range all {
+	for _, e := range c.allEndpoints() {
 		for _, sels := range [][]selector{e.tools, e.prompts, e.resources} {
 			for _, s := range sels {
 				if s.upstream != "" && !slices.Contains(known, s.upstream) {
 					return fmt.Errorf("gateway: catalog: endpoint %s: upstream %q is not one the gateway fronts (%s)", e.name, s.upstream, strings.Join(known, ", "))
 				}
+				if (s.opTag != "" || s.opPath != "") && ups[slices.Index(known, s.upstream)].OpenAPI == nil {
+					return fmt.Errorf("gateway: catalog: endpoint %s: %s: upstream %s is not an OpenAPI upstream: tag: and path: select the operations of a REST API", e.name, s, s.upstream)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// allEndpoints returns the named endpoints, by name, and the default
+// endpoint's selection when the catalog gives one.
+func (c *Catalog) allEndpoints() []*endpointSpec {
+	all := slices.SortedFunc(maps.Values(c.endpoints), func(a, b *endpointSpec) int { return strings.Compare(a.name, b.name) })
+	if c.def != nil {
+		all = append(all, c.def)
+	}
+	return all
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/gateway/internal/openapi"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -267,6 +268,15 @@ func (g *Gateway) SetCatalog(c *Catalog) error {
 		ups[i] = m.up
 	}
 	if err := c.check(ups); err != nil {
+		return err
+	}
+	apis := map[string]*openapi.API{}
+	for _, m := range g.mounts {
+		if m.rest != nil {
+			apis[m.up.Name] = m.rest.api
+		}
+	}
+	if err := c.checkOperations(apis); err != nil { // restpick.go
 		return err
 	}
 	if prev := g.catalog.Load(); c != nil && c.lock == nil && prev != nil {

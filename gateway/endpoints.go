@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/gateway/internal/openapi"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -153,10 +154,12 @@ func scopesHeld(w http.ResponseWriter, r *http.Request, e *endpointSpec) bool {
 
 // servesTool reports whether the endpoint e serves the upstream's tool
 // own with tags: a selector names its upstream and a glob that matches
-// own, or one of its tags.
-func (e *endpointSpec) servesTool(upstream, own string, tags []string) bool {
+// own, or one of its tags; or, op being the tool's operation on an
+// OpenAPI upstream (else nil), names its upstream and picks op
+// (restpick.go).
+func (e *endpointSpec) servesTool(upstream, own string, tags []string, op *openapi.Tool) bool {
 	for _, s := range e.tools {
-		if s.tag != "" && slices.Contains(tags, s.tag) || s.upstream == upstream && globMatches(s.glob, own) {
+		if s.tag != "" && slices.Contains(tags, s.tag) || s.upstream == upstream && (s.glob != "" && globMatches(s.glob, own) || s.picksOperation(op)) {
 			return true
 		}
 	}

@@ -64,8 +64,9 @@ type Upstream struct {
 	// this OpenAPI 3.0 or 3.1 description (JSON or YAML; Swagger 2.0 and
 	// external $refs refused) are its tools, each call an HTTP request to
 	// URL (docs/gateway.md, "REST APIs (OpenAPI)"). Command must be empty;
-	// Header is sent with each request; Credentials and Refused are not
-	// supported yet. Mount fails on a description it cannot load.
+	// Header, and Credentials' headers got with the caller's context, are
+	// sent with each request; Refused is asked on the API's 401 to a call.
+	// Mount fails on a description it cannot load.
 	OpenAPI []byte
 	// Header is sent with every request to an HTTP upstream: its own
 	// credentials. A caller's token is never sent upstream.
@@ -425,6 +426,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		}
 		cfg.Upstreams[i].URL = apis[i].Base() // served as an HTTP upstream is: no process
 	}
+	if err := cfg.Catalog.checkOperations(apisByName(cfg.Upstreams, apis)); err != nil { // restpick.go
+		_ = srv.SetToolSearch(nil)
+		return nil, err
+	}
 	for i, up := range cfg.Upstreams {
 		var err error
 		if boxes[i], err = newSandboxed(up, cfg.SandboxDir, cfg.Logger.With("upstream", up.Name)); err != nil { // sandbox.go
@@ -560,8 +565,6 @@ func checkUpstreams(ups []Upstream) error {
 		switch {
 		case up.OpenAPI != nil && len(up.Command) > 0:
 			return fmt.Errorf("gateway: upstream %s: an OpenAPI upstream has no Command", up.Name)
-		case up.OpenAPI != nil && (up.Credentials != nil || up.Refused != nil):
-			return fmt.Errorf("gateway: upstream %s: an OpenAPI upstream takes Header; Credentials and Refused are not supported yet", up.Name)
 		case up.OpenAPI == nil && (len(up.Command) == 0) == (up.URL == ""):
 			return fmt.Errorf("gateway: upstream %s: set exactly one of Command and URL", up.Name)
 		}

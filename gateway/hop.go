@@ -226,6 +226,12 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		}
 		notes.Meta = trace
 	}
+	if m.rest != nil && method == "tools/call" {
+		if notes == nil {
+			notes = &upstream.Notes{}
+		}
+		defer m.rest.carry(ctx, notes)() // restcall.go: the REST call is the caller's
+	}
 	if req := server.RequestFromContext(ctx); req != nil {
 		if owner := m.g.srv.CallerKey(req); owner != "" {
 			if notes == nil {

@@ -63,6 +63,11 @@ type UpstreamStatus struct {
 	// String.
 	Sandbox       string
 	EgressRefused map[string]int64
+	// Tools counts the tools it serves now (its last listing, after the
+	// tool filter and the catalog); not in String. OpenAPI marks a REST
+	// API upstream ([Upstream].OpenAPI).
+	Tools   int
+	OpenAPI bool
 }
 
 // stateOf holds a mount's State, safe for concurrent use.
@@ -125,7 +130,9 @@ func (g *Gateway) Upstreams() []UpstreamStatus {
 		g.mu.Lock()
 		if m.cat != nil {
 			st.PinChanges = slices.Clone(m.cat.changed) // pinning.go
+			st.Tools = len(m.cat.tools)
 		}
+		st.OpenAPI = m.rest != nil
 		g.mu.Unlock()
 		if st.State == StateFailing {
 			st.RetryIn = m.catalog.retryIn()

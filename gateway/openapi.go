@@ -2,11 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/gateway/internal/openapi"
 	"github.com/vigil-mcp/vigil/server"
@@ -21,8 +25,17 @@ import (
 // that the catalog, pinning, policy, metrics and the rest apply as they
 // do to an MCP upstream.
 type restAPI struct {
+	api     *openapi.API
+	digest  string                   // "sha256:" and the hex SHA-256 of the description's bytes, which the catalog lock pins (pinning.go)
+	ops     map[string]*openapi.Tool // by tool name: what the catalog selects by (restpick.go)
 	srv     *server.Server
 	serving sync.WaitGroup // a goroutine per session, serving it
+	// refused is Upstream.Refused: asked on a 401 to a caller's call.
+	refused func(ctx context.Context, again bool) error
+	// calls holds the caller's context of each call in flight, by the id
+	// its request carries in _meta (restcall.go).
+	calls  sync.Map // uint64 -> context.Context
+	nextID atomic.Uint64
 }
 
 // loadOpenAPI loads up's description, at up.URL when set (else at the
@@ -36,11 +49,15 @@ func loadOpenAPI(up Upstream) (*openapi.API, error) {
 }
 
 // newRESTAPI serves api's operations as tools, calling them through
-// client with up.Header added to each request.
+// client with up.Header, and up.Credentials' headers, added to each
+// request (restTransport: restcall.go); a 401 to a call goes to
+// up.Refused (callREST).
 func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog.Logger) *restAPI {
-	r := &restAPI{srv: server.New(server.WithLogger(logger))}
+	sum := sha256.Sum256(up.OpenAPI)
+	r := &restAPI{api: api, ops: map[string]*openapi.Tool{}, srv: server.New(server.WithLogger(logger)), refused: up.Refused, digest: "sha256:" + hex.EncodeToString(sum[:])}
+	sayUnmetSecurity(api, up, logger) // restsecurity.go
 	c := *client
-	c.Transport = headerTransport{base: client.Transport, header: up.Header}
+	c.Transport = restTransport{base: client.Transport, header: up.Header, credentials: up.Credentials}
 	for _, t := range api.Tools() {
 		// This server checks the arguments against the tool's input schema,
 		// as an MCP upstream would: the gateway leaves that to upstreams.
@@ -55,8 +72,11 @@ func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog
 			}
 		}
 		name := t.Name
+		r.ops[name] = &t
 		err := r.srv.AddTool(tool, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-			res, err := api.Call(ctx, &c, name, req.Arguments)
+			ctx, done := r.callerOf(ctx, req) // restcall.go
+			defer done()
+			res, err := r.callREST(withOperation(ctx, &t), &c, name, req.Arguments)
 			if errors.Is(err, openapi.ErrArguments) {
 				// A tool error, as the server answers arguments its schema
 				// refuses (MCP 2025-11-25): the model can correct them.
@@ -81,10 +101,51 @@ func newRESTAPI(api *openapi.API, up Upstream, client *http.Client, logger *slog
 	return r
 }
 
+// callREST calls the operation name with args; when the API answers 401
+// and the upstream has Refused (the caller's credentials refused),
+// Refused renews them, or answers with its error (asking the user to
+// connect the account again), and the call is sent once more, twice at
+// most, as an MCP upstream's 401 is followed (relay.go). A 401 means the
+// API did nothing: any call may be sent again.
+func (r *restAPI) callREST(ctx context.Context, c *http.Client, name string, args json.RawMessage) (openapi.Result, error) {
+	res, err := r.api.Call(ctx, c, name, args)
+	if r.refused == nil {
+		return res, err
+	}
+	for _, again := range []bool{false, true} {
+		if err != nil || res.Status != http.StatusUnauthorized || ctx.Err() != nil {
+			break
+		}
+		if rerr := r.refused(ctx, again); rerr != nil {
+			return openapi.Result{}, rerr
+		}
+		res, err = r.api.Call(ctx, c, name, args)
+	}
+	return res, err
+}
+
 // restClient is the HTTP client of an OpenAPI upstream's calls: the
 // standard transport, redirects as openapi.API.Call follows them.
 func restClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// descriptionDigest returns the digest of r's description, "" when r is
+// nil (not an OpenAPI upstream).
+func (r *restAPI) descriptionDigest() string {
+	if r == nil {
+		return ""
+	}
+	return r.digest
+}
+
+// operation returns the operation served as the tool name; nil when r
+// is nil (not an OpenAPI upstream) or serves no such tool.
+func (r *restAPI) operation(name string) *openapi.Tool {
+	if r == nil {
+		return nil
+	}
+	return r.ops[name]
 }
 
 // dial opens a session with the API's server.
@@ -98,27 +159,4 @@ func (r *restAPI) dial() transport.Conn {
 func (r *restAPI) close() {
 	_ = r.srv.Close()
 	r.serving.Wait()
-}
-
-// headerTransport adds an upstream's own headers (Upstream.Header) to
-// each request to its REST API.
-type headerTransport struct {
-	base   http.RoundTripper // nil: http.DefaultTransport
-	header http.Header
-}
-
-// RoundTrip sends req with the headers added, on a copy.
-func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := h.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if len(h.header) == 0 {
-		return base.RoundTrip(req)
-	}
-	req = req.Clone(req.Context())
-	for k, vs := range h.header {
-		req.Header[k] = append([]string(nil), vs...)
-	}
-	return base.RoundTrip(req)
 }

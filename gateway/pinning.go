@@ -37,12 +37,20 @@ type pinnedDefinition struct {
 	InputSchema  json.RawMessage         `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage         `json:"outputSchema,omitempty"`
 	Annotations  *server.ToolAnnotations `json:"annotations,omitempty"`
+	// OpenAPI is, for an OpenAPI upstream's tool, the digest of the
+	// upstream's description (restAPI.digest): what a call does (its
+	// method, path, where each argument goes) is the description's, not
+	// in the tool's definition, so a changed description is a changed
+	// tool.
+	OpenAPI string `json:"openapi,omitempty"`
 }
 
 // definitionOf returns the canonical JSON of t's pinned definition (its
-// objects' members sorted, as encoding/json writes a map) and its digest.
-func definitionOf(t *server.Tool) (json.RawMessage, string, error) {
-	raw, err := json.Marshal(pinnedDefinition{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations})
+// objects' members sorted, as encoding/json writes a map), with
+// description the digest of its OpenAPI upstream's description (""
+// for another upstream's), and its digest.
+func definitionOf(t *server.Tool, description string) (json.RawMessage, string, error) {
+	raw, err := json.Marshal(pinnedDefinition{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, description})
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,12 +92,15 @@ func (c *Catalog) WithLock(lock []byte) (*Catalog, error) {
 // whose digest the lock does not hold) is logged and counted once per
 // served name and digest; under warn the tool is served as it is now;
 // under hold, when only its text changed (title, description,
-// annotations), the approved text is served instead.
+// annotations), the approved text is served instead (not when its
+// OpenAPI upstream's description changed: the call would be the new
+// description's).
 func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own string) bool {
 	if cur == nil || cur.pin == "" {
 		return true
 	}
-	def, digest, err := definitionOf(t)
+	description := m.rest.descriptionDigest() // openapi.go
+	def, digest, err := definitionOf(t, description)
 	if err != nil {
 		m.withhold(own, err)
 		return false
@@ -114,7 +125,8 @@ func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own str
 	}
 	var was pinnedDefinition
 	compatible := known && json.Unmarshal(approved.Definition, &was) == nil &&
-		jsonEqual(was.InputSchema, t.InputSchema) && jsonEqual(was.OutputSchema, t.OutputSchema)
+		jsonEqual(was.InputSchema, t.InputSchema) && jsonEqual(was.OutputSchema, t.OutputSchema) &&
+		was.OpenAPI == description // what the call does is the description's: a new one is not the approved tool
 	decision, audited := "served as it is now", pinServed
 	if cur.pin == pinHold {
 		decision, audited = "withheld until the lock is rewritten", pinWithheld

@@ -173,7 +173,7 @@ func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 		return endpoint == nil
 	}
 	e, ok := (*idx)[t.Name]
-	if endpoint != nil && (!ok || !endpoint.servesTool(e.m.up.Name, e.own, e.tags)) {
+	if endpoint != nil && (!ok || !endpoint.servesTool(e.m.up.Name, e.own, e.tags, e.m.rest.operation(e.own))) {
 		return false // an endpoint of the catalog serves only the upstreams' tools it selects
 	}
 	if !ok || e.m.up.Shared {

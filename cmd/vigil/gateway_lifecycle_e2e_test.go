@@ -88,7 +88,7 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &page))
 	require.Len(t, page.Status, 3, "the live page names each upstream's state")
-	assert.Regexp(t, `^upstream e: ready \(sandbox none\) · starts \d+( · calls .*)?$`, page.Status[0])
+	assert.Regexp(t, `^upstream e: ready \(sandbox none\) · tools \d+ · starts \d+( · calls .*)?$`, page.Status[0])
 	assert.Regexp(t, `^upstream silent: starting \(sandbox none\) · starts \d+$`, page.Status[1])
 	assert.Regexp(t, `^upstream bad: failing, next start in \d+ s \(sandbox none\) · starts \d+$`, page.Status[2])
 	for _, answer := range append(answers, readyz) {

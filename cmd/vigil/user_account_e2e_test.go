@@ -35,7 +35,7 @@ import (
 // subjectUpstream is an HTTP MCP server protected by OAuth: every request
 // needs a token of its own authorization server for its own URL (else 401
 // with resource_metadata, RFC 9728); its tool whoami answers the subject
-// the call came with.
+// the call came with, as does its REST operation GET /rest/whoami.
 type subjectUpstream struct {
 	url      string
 	issuer   atomic.Pointer[string]
@@ -80,6 +80,11 @@ func startSubjectUpstream(t *testing.T) *subjectUpstream {
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url+`/.well-known/oauth-protected-resource"`)
 			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/rest/whoami" { // a REST API's operation (user_account_openapi_e2e_test.go)
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, "subject="+p.Subject)
 			return
 		}
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {

@@ -32,8 +32,8 @@ type Auth struct {
 }
 
 // ParseCredentials applies -upstream-header (NAME=Header-Name=VALUE)
-// and -upstream-auth (NAME=MODE,key=value,...) to the upstreams, HTTP ones
-// only, and returns the -upstream-auth settings by upstream name. A VALUE
+// and -upstream-auth (NAME=MODE,key=value,...) to the upstreams, HTTP and
+// OpenAPI ones only (an OpenAPI one's user mode with issuer=), and returns the -upstream-auth settings by upstream name. A VALUE
 // or a client_secret is read from a file (@/path, its last line end cut)
 // or a variable (env:NAME) when written so; a client_secret must be.
 func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv func(string) string) (map[string]Auth, error) {
@@ -46,8 +46,6 @@ func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv fu
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%s %s: no -upstream %s", flag, name, name)
-		case ups[i].OpenAPI != nil && flag == "-upstream-auth":
-			return nil, fmt.Errorf("%s %s: an OpenAPI upstream takes -upstream-header; -upstream-auth is not supported for it yet", flag, name)
 		case ups[i].URL == "" && ups[i].OpenAPI == nil:
 			return nil, fmt.Errorf("%s %s: only an HTTP upstream takes credentials (a stdio one takes -upstream-env)", flag, name)
 		}
@@ -85,6 +83,11 @@ func ParseCredentials(ups []gateway.Upstream, headers, auths []string, getenv fu
 		ua, err := parseAuth(spec, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("-upstream-auth %s: %w", name, err)
+		}
+		if ua.Mode == User && up.OpenAPI != nil && ua.Issuer == "" {
+			// A REST API has no RFC 9728 metadata to find its
+			// authorization server from, as an MCP upstream's 401 gives.
+			return nil, fmt.Errorf("-upstream-auth %s: an OpenAPI upstream's user mode needs issuer=, the API's authorization server (a REST API names none)", name)
 		}
 		if ua.Mode == User && ua.Resource == "" {
 			ua.Resource = up.URL // RFC 8707: the upstream itself

@@ -10,9 +10,9 @@ import (
 )
 
 // TestParseOpenAPI checks -upstream NAME=openapi:FILE: the file's bytes
-// become the upstream's description, -upstream-header applies to it, and
-// a URL, a missing or empty file, -upstream-env and -upstream-auth are
-// refused, each saying why.
+// become the upstream's description, -upstream-header and -upstream-auth
+// apply to it (user mode with issuer= only), and a URL, a missing or
+// empty file and -upstream-env are refused, each saying why.
 func TestParseOpenAPI(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "pets.json")
@@ -29,8 +29,14 @@ func TestParseOpenAPI(t *testing.T) {
 	_, err = ParseCredentials(ups, []string{"pets=X-Api-Key=k"}, nil, func(string) string { return "" })
 	require.NoError(t, err)
 	assert.Equal(t, "k", ups[0].Header.Get("X-Api-Key"))
-	_, err = ParseCredentials(ups, nil, []string{"pets=client_credentials,token_url=https://as.example/token,client_id=a,client_secret=env:S"}, func(string) string { return "s" })
-	require.ErrorContains(t, err, "-upstream-auth is not supported for it yet")
+	auths, err := ParseCredentials(ups, nil, []string{"pets=client_credentials,token_url=https://as.example/token,client_id=a,client_secret=env:S"}, func(string) string { return "s" })
+	require.NoError(t, err)
+	assert.Equal(t, ClientCredentials, auths["pets"].Mode)
+	_, err = ParseCredentials(ups, nil, []string{"pets=user,client_id=a,client_secret=env:S"}, func(string) string { return "s" })
+	require.ErrorContains(t, err, "an OpenAPI upstream's user mode needs issuer=")
+	auths, err = ParseCredentials(ups, nil, []string{"pets=user,client_id=a,client_secret=env:S,issuer=https://github.example"}, func(string) string { return "s" })
+	require.NoError(t, err)
+	assert.Equal(t, "https://github.example", auths["pets"].Issuer)
 
 	for target, want := range map[string]string{
 		"openapi:https://x.example/openapi.json": "a URL is not fetched yet",

@@ -23,4 +23,7 @@ func TestLine(t *testing.T) {
 	assert.Equal(t, "upstream e: ready · starts 1 · changed since the catalog lock: a, b, c, d, e and 2 more",
 		Line(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Required: true, Starts: 1, PinChanges: []string{"a", "b", "c", "d", "e", "f", "g"}}),
 		"the tools changed since the catalog lock, at most 5 named")
+	assert.Equal(t, "upstream pets: ready · REST API · tools 19 · starts 2",
+		Line(gateway.UpstreamStatus{Name: "pets", State: gateway.StateReady, Required: true, Starts: 2, Tools: 19, OpenAPI: true}),
+		"an OpenAPI upstream, and its tools")
 }

@@ -45,13 +45,19 @@ func Lines(sts []gateway.UpstreamStatus) []string {
 // lock was written.
 const maxPinNames = 5
 
-// Line is the live page's view of an upstream: its state, its
-// sessions started (restarts among them), the tools changed since the
+// Line is the live page's view of an upstream: its state, whether it is
+// a REST API, the tools it serves, its sessions started (restarts among them), the tools changed since the
 // catalog lock was written, its calls by outcome and their mean latency;
 // names and numbers only, as on /readyz.
 func Line(st gateway.UpstreamStatus) string {
 	var b strings.Builder
 	b.WriteString(st.String())
+	if st.OpenAPI {
+		b.WriteString(" · REST API")
+	}
+	if st.Tools > 0 {
+		fmt.Fprintf(&b, " · tools %d", st.Tools)
+	}
 	fmt.Fprintf(&b, " · starts %d", st.Starts)
 	if n := len(st.PinChanges); n > 0 { // needs attention: a tool changed since the catalog lock was written
 		fmt.Fprintf(&b, " · changed since the catalog lock: %s", strings.Join(st.PinChanges[:min(n, maxPinNames)], ", "))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -37,9 +38,58 @@ type API struct {
 	// DefaultTimeout.
 	Timeout time.Duration
 
-	base  *url.URL
-	tools []Tool
-	ops   map[string]*operation
+	base    *url.URL
+	tools   []Tool
+	ops     map[string]*operation
+	schemes []SecurityScheme
+}
+
+// A SecurityScheme is one of the description's security schemes that its
+// security requirements (the document's or an operation's) name.
+type SecurityScheme struct {
+	Name string // its key under components.securitySchemes
+	Type string // apiKey, http, oauth2, openIdConnect or mutualTLS
+	// In and Param are an apiKey's location (header, query or cookie)
+	// and parameter name; Scheme is an http scheme's (bearer, basic, ...),
+	// lowercase.
+	In, Param, Scheme string
+}
+
+// SecuritySchemes returns the security schemes the description's
+// requirements name, by name; the caller may not modify them.
+func (a *API) SecuritySchemes() []SecurityScheme { return a.schemes }
+
+// securitySchemes returns the schemes of doc that its requirements name.
+func securitySchemes(doc *openapi3.T) []SecurityScheme {
+	used := map[string]bool{}
+	add := func(reqs openapi3.SecurityRequirements) {
+		for _, r := range reqs {
+			for name := range r {
+				used[name] = true
+			}
+		}
+	}
+	add(doc.Security)
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.Security != nil {
+				add(*op.Security)
+			}
+		}
+	}
+	var out []SecurityScheme
+	if doc.Components == nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		ref := doc.Components.SecuritySchemes[name]
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		v := ref.Value
+		out = append(out, SecurityScheme{Name: name, Type: v.Type, In: v.In, Param: v.Name, Scheme: strings.ToLower(v.Scheme)})
+	}
+	return out
 }
 
 // Load parses an OpenAPI 3.0 or 3.1 description, in JSON or YAML, and
@@ -84,6 +134,7 @@ func Load(data []byte, base string) (*API, error) {
 		Timeout:          DefaultTimeout,
 		base:             b,
 		ops:              make(map[string]*operation),
+		schemes:          securitySchemes(doc),
 	}
 	r := &resolver{doc: raw, v30: strings.HasPrefix(version, "3.0")}
 	names := make(map[string]bool)
@@ -101,6 +152,7 @@ func Load(data []byte, base string) (*API, error) {
 				return nil, fmt.Errorf("openapi: %s %s: %w", method, path, err)
 			}
 			o.tool.Name = toolName(op.OperationID, method, path, names)
+			o.tool.Method, o.tool.Path, o.tool.Tags = method, path, slices.Clone(op.Tags)
 			a.ops[o.tool.Name] = o
 			a.tools = append(a.tools, o.tool)
 		}

@@ -41,6 +41,11 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	ReadOnly     bool // GET and HEAD
 	Idempotent   bool // PUT and DELETE
+	// Method and Path are the operation's: "GET" and the path template as
+	// the description writes it ("/pets/{petId}"); Tags are its tags, in
+	// the description's order. The gateway's catalog selects tools by them.
+	Method, Path string
+	Tags         []string
 }
 
 // toolName is the name of the operation by the rule of [Tool], recorded in
