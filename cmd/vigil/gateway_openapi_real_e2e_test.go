@@ -233,7 +233,9 @@ func checkThroughVigil(t *testing.T, node, mcpURL, prefix, base string, header h
 			require.ElementsMatch(t, want, listed, "every operation is listed")
 			called := map[string]bool{}
 			statuses := map[int]int{}
-			defer func() { t.Logf("%d calls through vigil, %s: the API's answers by status %v", len(calls), run.protocol, statuses) }()
+			defer func() {
+				t.Logf("%d calls through vigil, %s: the API's answers by status %v", len(calls), run.protocol, statuses)
+			}()
 			for i, c := range calls {
 				called[c.tool] = true
 				direct := callDirect(t, hc, base, c, header)
@@ -277,10 +279,12 @@ func startPrism(t *testing.T, node, spec string) string {
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
+		listening := false
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			_, _ = logs.Write(append(lines.Bytes(), '\n'))
-			if strings.Contains(lines.Text(), "Prism is listening on") {
+			if strings.Contains(lines.Text(), "Prism is listening on") && !listening {
+				listening = true
 				close(ready)
 			}
 		}
