@@ -41,6 +41,21 @@ EVERYTHING_STAMP := $(EVERYTHING_DIR)/node_modules/.installed
 SERVERS_DIR := cmd/vigil/testdata/servers
 SERVERS_STAMP := $(SERVERS_DIR)/node_modules/.installed
 
+# The REST upstream's end-to-end tests: Stoplight's Prism, pinned, the mock
+# server of the Petstore 3 description that vigil fronts, and the TypeScript
+# SDK v2 client that calls it through vigil in both eras
+# (see cmd/vigil/gateway_openapi_real_e2e_test.go).
+OPENAPI_DIR := cmd/vigil/testdata/openapi
+OPENAPI_STAMP := $(OPENAPI_DIR)/node_modules/.installed
+
+# The published descriptions gateway/internal/openapi's test loads
+# (see gateway/internal/openapi/published_test.go): GitHub's from npm
+# (@octokit/openapi), Stripe's from the Go module github.com/stripe/stripe-mock,
+# which embeds stripe/openapi's spec3.json, into the module cache.
+PUBLISHED_DIR := gateway/internal/openapi/testdata/published
+PUBLISHED_STAMP := $(PUBLISHED_DIR)/node_modules/.installed
+STRIPE_MOCK := github.com/stripe/stripe-mock@v0.203.0
+
 # The MCP Apps extension's own package, whose JSON Schema the server's
 # apps test checks Vigil's wire format against (see server/apps_schema_test.go).
 APPS_DIR := server/testdata/apps
@@ -59,7 +74,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check image
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps openapi-deps published-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check image
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -72,7 +87,7 @@ short:
 	$(GO) test -short ./...
 
 ## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps openapi-deps published-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
 ## vet: go vet ./...
 vet:
@@ -80,7 +95,7 @@ vet:
 	$(GO) vet ./...
 
 ## unit: go test -race -shuffle=on ./..., every component installed first.
-unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps openapi-deps published-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on -timeout 30m ./...
 
@@ -138,6 +153,24 @@ servers-deps: $(SERVERS_STAMP)
 $(SERVERS_STAMP): $(SERVERS_DIR)/package-lock.json $(SERVERS_DIR)/package.json
 	@echo "==> npm ci --prefix $(SERVERS_DIR)"
 	npm ci --prefix $(SERVERS_DIR) --no-audit --no-fund
+	@touch $@
+
+## openapi-deps: install the REST upstream's end-to-end test components, Stoplight's Prism and the TypeScript SDK v2 client (only when needed).
+openapi-deps: $(OPENAPI_STAMP)
+
+$(OPENAPI_STAMP): $(OPENAPI_DIR)/package-lock.json $(OPENAPI_DIR)/package.json
+	@echo "==> npm ci --prefix $(OPENAPI_DIR)"
+	npm ci --prefix $(OPENAPI_DIR) --no-audit --no-fund
+	@touch $@
+
+## published-deps: fetch GitHub's and Stripe's published OpenAPI descriptions, which the REST upstream's load test reads (only when needed).
+published-deps: $(PUBLISHED_STAMP)
+	@echo "==> go mod download $(STRIPE_MOCK)"
+	$(GO) mod download $(STRIPE_MOCK)
+
+$(PUBLISHED_STAMP): $(PUBLISHED_DIR)/package-lock.json $(PUBLISHED_DIR)/package.json
+	@echo "==> npm ci --prefix $(PUBLISHED_DIR)"
+	npm ci --prefix $(PUBLISHED_DIR) --no-audit --no-fund
 	@touch $@
 
 ## clients-deps: install the real-client suite's npm clients (only when needed).

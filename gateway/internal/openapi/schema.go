@@ -12,13 +12,15 @@ import (
 )
 
 // Bounds of the schemas Load builds: a $ref is inlined at most maxRefDepth
-// deep and at most maxRefs times per schema, and a schema nests at most
-// maxDepth deep. A $ref past a bound, or one that refers to a schema it is
-// already inside (a recursive type), becomes an unconstrained schema whose
-// description names it.
+// deep, and only while the schema has fewer than maxNodes schema objects
+// (each tool's schemas, and so a description's memory, stay bounded: the
+// big published descriptions refer to their shared schemas thousands of
+// times); a schema nests at most maxDepth deep. A $ref past a bound, or
+// one that refers to a schema it is already inside (a recursive type),
+// becomes an unconstrained schema whose description names it.
 const (
 	maxRefDepth = 8
-	maxRefs     = 512
+	maxNodes    = 250
 	maxDepth    = 64
 )
 
@@ -62,9 +64,9 @@ func forbiddenHeader(name string) bool {
 
 // A resolver builds JSON Schema 2020-12 from the description's schemas.
 type resolver struct {
-	doc  any  // the whole description, decoded, for $refs
-	v30  bool // OpenAPI 3.0: nullable and boolean exclusive bounds
-	refs int  // $refs inlined in the schema being built
+	doc   any  // the whole description, decoded, for $refs
+	v30   bool // OpenAPI 3.0: nullable and boolean exclusive bounds
+	nodes int  // schema objects in the schema being built
 }
 
 // operation builds the tool and call plan of one operation; its name is
@@ -257,7 +259,7 @@ func (r *resolver) schema(sr *openapi3.SchemaRef) (any, error) {
 	if err := unmarshalNumbers(b, &v); err != nil {
 		return nil, err
 	}
-	r.refs = 0
+	r.nodes = 0
 	return r.convert(v, nil, 0), nil
 }
 
@@ -286,10 +288,9 @@ func (r *resolver) convert(node any, stack []string, depth int) any {
 			return map[string]any{"description": "not expanded: unresolved reference " + ref}
 		case slices.Contains(stack, ref):
 			return map[string]any{"description": "not expanded: recursive reference " + ref}
-		case len(stack) >= maxRefDepth || r.refs >= maxRefs:
+		case len(stack) >= maxRefDepth || r.nodes >= maxNodes:
 			return map[string]any{"description": "not expanded: reference " + ref + " past the bound"}
 		}
-		r.refs++
 		out := r.convert(target, append(stack[:len(stack):len(stack)], ref), depth+1)
 		if r.v30 || len(m) == 1 {
 			return out
@@ -303,6 +304,7 @@ func (r *resolver) convert(node any, stack []string, depth int) any {
 		}
 		return map[string]any{"allOf": []any{out, r.convert(sib, stack, depth+1)}}
 	}
+	r.nodes++
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		switch {
