@@ -106,7 +106,7 @@ func TestReadyzServing(t *testing.T) {
 	default: // still open: /readyz turned 503 before its connection closed
 	}
 	cancelCall()
-	assert.Error(t, <-answered, "the call ends with its request cancelled, unanswered")
+	require.Error(t, <-answered, "the call ends with its request cancelled, unanswered")
 	require.NoError(t, svc.wait(30*time.Second))
 }
 
