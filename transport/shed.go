@@ -32,15 +32,13 @@ const DefaultShedTarget = 10 * time.Millisecond
 // the http.Server's ConnContext must be streamable.ConnContext; without
 // one, the scheduler's latency) with the CPUs busy and over 256 waiting
 // (once shedding, down to 64). The share moves with the delay's excess
-// each interval, so that the delay settles at the target, and drops to
-// nothing when the CPUs idle or fewer than 64 wait.
-// Over streamable HTTP the callers sending the most requests are refused
-// first: one under half the mean share is not refused. Shed requests are
-// told to retry after the queue's drain time plus up to 2 s at random
-// (1 to 3 s), so that they do not come back together. Slow handlers
-// are never shed. It starts no goroutine; docs/limits.md has the details.
-// For target <= 0 it returns nil, which server.WithShedder takes as "shed
-// nothing".
+// each interval, so that the delay settles at the target. The callers
+// sending the most requests are refused first; refusals say Retry-After
+// 1 to 3 s, spread at random. Slow handlers are never shed. A process
+// whose GOMAXPROCS was lowered since (cmd/vigil runs a quiet process on
+// one P) sheds nothing, and gets it back at its first busy interval. It
+// starts no goroutine; docs/limits.md has the details. For target <= 0
+// it returns nil, which server.WithShedder takes as "shed nothing".
 func NewShedder(target time.Duration) Shedder {
 	if target <= 0 {
 		return nil

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,9 +27,6 @@ import (
 // same rate and in interleaved rounds. Each side is one client calling
 // echo at evenly spaced times, so that a call never waits for another;
 // the p50 each gateway adds is its p50 less the direct one.
-
-// maxStdioLine bounds a line the upstream writes to the direct client.
-const maxStdioLine = 1 << 20
 
 // stdioClient is a client of an MCP server over stdio: its child process,
 // one request at a time.
@@ -61,24 +57,31 @@ func startStdioClient(ctx context.Context, target string, args echoArgs) (*stdio
 	c := &stdioClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), args: args}
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"vigil-bench","version":"1"}}}`, protocol.Version20250618)
 	if _, err := c.round(0, []byte(init), `"serverInfo"`); err != nil {
-		return nil, errors.Join(fmt.Errorf("initialize: %w", err), c.close())
+		c.close()
+		return nil, fmt.Errorf("initialize: %w", err)
 	}
 	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		return nil, errors.Join(err, c.close())
+		c.close()
+		return nil, err
 	}
 	return c, nil
+}
+
+// echoCall is the tools/call echo request with id and the arguments of a.
+func echoCall(id int64, a echoArgs) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + a.arguments + `}}`)
 }
 
 // call calls echo once and returns how long the answer took.
 func (c *stdioClient) call() (time.Duration, error) {
 	c.id++
-	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + c.args.arguments + `}}`
-	return c.round(c.id, []byte(body), c.args.want)
+	return c.round(c.id, echoCall(c.id, c.args), c.args.want)
 }
 
 // round writes the request body, whose id is id, and reads lines until its
 // answer, passing over notifications and requests from the server; the
-// answer must contain want.
+// answer must contain want. A line over the reader's 64 KiB fails it
+// (bufio.ErrBufferFull).
 func (c *stdioClient) round(id int64, body []byte, want string) (time.Duration, error) {
 	start := time.Now()
 	if _, err := c.in.Write(append(body, '\n')); err != nil {
@@ -88,9 +91,6 @@ func (c *stdioClient) round(id int64, body []byte, want string) (time.Duration, 
 		line, err := c.out.ReadSlice('\n')
 		if err != nil {
 			return 0, fmt.Errorf("reading the answer to %d: %w", id, err)
-		}
-		if len(line) > maxStdioLine {
-			return 0, fmt.Errorf("a line over %d bytes", maxStdioLine)
 		}
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
@@ -108,11 +108,10 @@ func (c *stdioClient) round(id int64, body []byte, want string) (time.Duration, 
 }
 
 // close ends the upstream: its stdin closed, then killed.
-func (c *stdioClient) close() error {
+func (c *stdioClient) close() {
 	_ = c.in.Close()
 	_ = c.cmd.Process.Kill()
 	_ = c.cmd.Wait()
-	return nil
 }
 
 // httpEchoClient is one 2025-06-18 session's client of a gateway.
@@ -127,8 +126,7 @@ type httpEchoClient struct {
 
 func (c *httpEchoClient) call() (time.Duration, error) {
 	c.id++
-	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(c.id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + c.args.arguments + `}}`
-	req := loadgen.SessionPost(c.url, c.sid, protocol.Version20250618, []byte(body))
+	req := loadgen.SessionPost(c.url, c.sid, protocol.Version20250618, echoCall(c.id, c.args))
 	start := time.Now()
 	if err := loadgen.Do(c.client, req, &c.buf, []byte(c.args.want)); err != nil {
 		return 0, err
@@ -171,7 +169,7 @@ func directStdio(ctx context.Context, cfg config, target string, args echoArgs, 
 	if err != nil {
 		return fmt.Errorf("the upstream over stdio: %w", err)
 	}
-	defer func() { _ = direct.close() }()
+	defer direct.close()
 	type side struct {
 		name string
 		call func() (time.Duration, error)

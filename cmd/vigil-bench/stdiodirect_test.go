@@ -41,7 +41,7 @@ func TestStdioClient(t *testing.T) {
 	require.NoError(t, err)
 	c, err := startStdioClient(t.Context(), self, echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`})
 	require.NoError(t, err)
-	defer func() { _ = c.close() }()
+	defer c.close()
 	for range 3 {
 		d, err := c.call()
 		require.NoError(t, err)

@@ -119,7 +119,11 @@ type Config struct {
 }
 
 // Limiter sheds a share of requests while the process is overloaded (see
-// the package documentation). It is safe for concurrent use.
+// the package documentation). It is safe for concurrent use. While the
+// process runs on fewer Ps than GOMAXPROCS was at New (a follower of the
+// load put it on one while quiet), it sheds nothing, and at the first
+// interval that keeps half of the Ps it has busy (WithheldBusy) it sets
+// GOMAXPROCS back to its value at New: the one time a Limiter changes it.
 type Limiter struct {
 	cfg       Config
 	given     int                    // GOMAXPROCS at New
