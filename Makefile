@@ -338,7 +338,8 @@ bench-hop:
 ## bench-gateway: what a gateway hop costs: vigil called through vigil -upstream (HTTP, then stdio) against vigil called directly at full load;
 ## then gateways at fixed rates (server-everything over stdio at 50 calls/s, HTTP at 200 and 1,000): vigil, vigil -upstream-shared and
 ## TBXark/mcp-proxy built from TBXARK_SRC (a git checkout: the module proxy refuses it), CPU, latency, context switches and system calls
-## per call, resident memory after a minute of quiet; needs make everything-deps for the stdio upstream; run by hand.
+## per call, resident memory after a minute of quiet; over stdio, each one's p50 over the upstream called directly and over the floor's
+## relay (the least a gateway does); needs make everything-deps for the stdio upstream; run by hand.
 TBXARK_SRC ?=
 bench-gateway:
 	@echo "==> bench-gateway: cmd/vigil-bench -gateway"

@@ -434,9 +434,10 @@ func waitReady(ctx context.Context, url string) error {
 	}
 }
 
-// startFloor starts the floor and returns it with the URL it prints.
-func startFloor(ctx context.Context, bin string) (*exec.Cmd, string, error) {
-	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0")
+// startFloor starts the floor, with args after its -addr, and returns it
+// with the URL it prints.
+func startFloor(ctx context.Context, bin string, args ...string) (*exec.Cmd, string, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -55,7 +55,7 @@ func runRates(ctx context.Context, cfg config, dir string) (err error) {
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
 		return err
 	}
-	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/cmd/vigil-bench/load"); err != nil {
+	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/cmd/vigil-bench/load", "github.com/vigil-mcp/vigil/cmd/vigil-bench/floor"); err != nil {
 		return err
 	}
 	peer := ""
@@ -104,7 +104,7 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 		}
 	}()
 	target := ""
-	var direct *gatewayProc
+	var direct, relay *gatewayProc
 	loadExtra := []string{}
 	switch s.name {
 	case "stdio":
@@ -117,6 +117,13 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 			fmt.Printf("upstream     vigil -stdio (server-everything is not installed: make everything-deps)\n")
 		}
 		fmt.Printf("direct       the upstream called over stdio by a client of its own, after the pairs\n")
+		fmt.Printf("relay        the floor of a gateway: the floor relaying each tools/call to the upstream over stdio as it came (-relay)\n")
+		cmd, url, err := startFloor(ctx, filepath.Join(dir, "floor"), "-relay", target)
+		if err != nil {
+			return fmt.Errorf("the relay: %w", err)
+		}
+		relay = &gatewayProc{name: "relay", url: url, cmd: cmd}
+		procs = append(procs, relay)
 	default:
 		up, upURL, err := startVigil(ctx, bin, []string{"-http", "127.0.0.1:0"}, filepath.Join(dir, "upstream.log"))
 		if err != nil {
@@ -161,7 +168,7 @@ func runRate(ctx context.Context, cfg config, dir, bin, peer, everything string,
 		"-rounds", strconv.Itoa(cfg.rateRounds), "-round", cfg.rateRound.String(), "-warmup", "2s",
 	}, loadExtra...)
 	for _, g := range procs {
-		if g == direct || g == tbx {
+		if g == direct || g == tbx || g == relay {
 			continue
 		}
 		against := tbx

@@ -14,6 +14,11 @@
 // stream (each GET's handler waits on a broadcast, writes, flushes).
 // Anything else is 400.
 //
+// With -relay COMMAND, it is the floor of a gateway in front of a server
+// over stdio: it starts COMMAND, initializes a session with it, and writes
+// each tools/call (of any tool) to its standard input as it came, one at a
+// time, answering with the line that answers its id.
+//
 // It listens on -addr, a loopback address only, and prints
 // "listening http://host:port/mcp" on standard output once it does.
 package main

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,16 +18,32 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback `address` to listen on (port 0: one the kernel picks)")
+	relayTo := flag.String("relay", "", "relay each tools/call to the server this `command line` starts, over stdio, and answer with its answer (the floor of a gateway)")
 	flag.Parse()
-	if err := serve(*addr); err != nil {
+	if err := run(*addr, *relayTo); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
 }
 
-// serve listens on addr, which must be a loopback address, and serves the
-// floor until the process is killed.
-func serve(addr string) error {
+// run serves the floor on addr, relaying to the server relayTo starts
+// when it is not empty.
+func run(addr, relayTo string) error {
+	f := newFloor()
+	if relayTo != "" {
+		r, err := startRelay(relayTo)
+		if err != nil {
+			return err
+		}
+		defer r.close()
+		f.relay = r
+	}
+	return serve(addr, f)
+}
+
+// serve listens on addr, which must be a loopback address, and serves f
+// until the process is killed.
+func serve(addr string, f *floor) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -39,7 +56,7 @@ func serve(addr string) error {
 		return err
 	}
 	_, _ = fmt.Fprintf(os.Stdout, "listening http://%s/mcp\n", ln.Addr())
-	hs := &http.Server{Handler: newFloor(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
 	return hs.Serve(ln)
 }
 
@@ -73,7 +90,14 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // post answers one POST as vigil would.
 func (f *floor) post(w http.ResponseWriter, r *http.Request) {
 	var req request
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.JSONRPC != "2.0" {
+	var body []byte // read whole for a relay, which writes it on
+	var err error
+	if f.relay == nil {
+		err = json.NewDecoder(r.Body).Decode(&req)
+	} else if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxRelayed)); err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || req.JSONRPC != "2.0" {
 		http.Error(w, "not a JSON-RPC message", http.StatusBadRequest)
 		return
 	}
@@ -96,6 +120,16 @@ func (f *floor) post(w http.ResponseWriter, r *http.Request) {
 		out = append(out, version...)
 		out = append(out, `,"capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"vigil","version":"dev"}}}`...)
 		w.Header().Set("Mcp-Session-Id", sid)
+	case f.relay != nil && req.Method == "tools/call":
+		answer, err := f.relay.call(body, req.ID)
+		if err != nil {
+			http.Error(w, "relay: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		out = answer
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			w.Header().Set("Mcp-Session-Id", sid)
+		}
 	case req.Method == "tools/call" && req.Params.Name == "echo" && req.Params.Arguments.Text != nil:
 		text, _ := json.Marshal(*req.Params.Arguments.Text) // a string always encodes
 		if r.Header.Get("MCP-Protocol-Version") == protocol.Version20260728 {
@@ -120,6 +154,9 @@ func (f *floor) post(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 }
+
+// maxRelayed bounds the body of a POST a relay reads.
+const maxRelayed = 1 << 20
 
 // sessionID returns a random session id, as vigil's are: 16 bytes in
 // unpadded URL-safe base64.

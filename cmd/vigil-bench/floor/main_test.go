@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -16,7 +17,13 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeStdioEnv) != "" {
+		fakeStdioServer()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // post sends body to the floor's handler with the given headers and
 // returns the recorded response.
@@ -97,7 +104,7 @@ func TestHandleRefusesWhatItDoesNotServe(t *testing.T) {
 
 func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "localhost:0", "nonsense"} {
-		err := serve(addr)
+		err := serve(addr, newFloor())
 		require.Error(t, err, addr)
 	}
 }

@@ -18,6 +18,7 @@ const listChanged = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"not
 // benchmarks' requests, with nothing but what that takes.
 type floor struct {
 	changed broadcaster
+	relay   *relay // with -relay: tools/call goes to it
 }
 
 func newFloor() *floor { return &floor{changed: broadcaster{next: make(chan struct{})}} }
