@@ -61,7 +61,7 @@ func TestReadyzServing(t *testing.T) {
 	assert.Equal(t, []float64{0, 1}, []float64{active, ended}, "one handshake session, ended")
 	active, ended = transportSessions(t, metrics, "streamable_http")
 	assert.Equal(t, []float64{0, 0}, []float64{active, ended}, "the handshake is no client session")
-	assert.Contains(t, svc.logs.String(), "ready: the MCP handshake was answered")
+	assert.True(t, svc.logs.waitFor("ready: the MCP handshake was answered", 10*time.Second), "the ready line, logged: %s", svc.logs.String())
 
 	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
 	m, err := c.rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
