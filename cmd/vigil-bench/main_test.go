@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/stdiopeer"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -14,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeStdioEnv) != "" {
-		fakeStdioServer()
+		stdiopeer.ServeFake(os.Stdin, os.Stdout)
 		return
 	}
 	goleak.VerifyTestMain(m)

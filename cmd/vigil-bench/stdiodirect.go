@@ -1,22 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/stdiopeer"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -28,12 +24,9 @@ import (
 // echo at evenly spaced times, so that a call never waits for another;
 // the p50 each gateway adds is its p50 less the direct one.
 
-// stdioClient is a client of an MCP server over stdio: its child process,
-// one request at a time.
+// stdioClient calls echo on an MCP server over stdio, its child process.
 type stdioClient struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
+	peer *stdiopeer.Peer
 	args echoArgs
 	id   int64
 }
@@ -41,30 +34,11 @@ type stdioClient struct {
 // startStdioClient starts the command line target and initializes a
 // session with it.
 func startStdioClient(ctx context.Context, target string, args echoArgs) (*stdioClient, error) {
-	words := strings.Fields(target)
-	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
-	in, err := cmd.StdinPipe()
+	peer, err := stdiopeer.Start(ctx, target, "vigil-bench", protocol.Version20250618)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &stdioClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), args: args}
-	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"vigil-bench","version":"1"}}}`, protocol.Version20250618)
-	if _, err := c.round(0, []byte(init), `"serverInfo"`); err != nil {
-		c.close()
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
+	return &stdioClient{peer: peer, args: args}, nil
 }
 
 // echoCall is the tools/call echo request with id and the arguments of a.
@@ -72,47 +46,25 @@ func echoCall(id int64, a echoArgs) []byte {
 	return []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"name":"echo","arguments":` + a.arguments + `}}`)
 }
 
-// call calls echo once and returns how long the answer took.
+// call calls echo once and returns how long the answer took; the answer
+// must contain args.want.
 func (c *stdioClient) call() (time.Duration, error) {
 	c.id++
-	return c.round(c.id, echoCall(c.id, c.args), c.args.want)
-}
-
-// round writes the request body, whose id is id, and reads lines until its
-// answer, passing over notifications and requests from the server; the
-// answer must contain want. A line over the reader's 64 KiB fails it
-// (bufio.ErrBufferFull).
-func (c *stdioClient) round(id int64, body []byte, want string) (time.Duration, error) {
+	id := strconv.AppendInt(nil, c.id, 10)
 	start := time.Now()
-	if _, err := c.in.Write(append(body, '\n')); err != nil {
+	answer, err := c.peer.Round(echoCall(c.id, c.args), id)
+	elapsed := time.Since(start)
+	if err != nil {
 		return 0, err
 	}
-	for {
-		line, err := c.out.ReadSlice('\n')
-		if err != nil {
-			return 0, fmt.Errorf("reading the answer to %d: %w", id, err)
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(line, &msg) != nil || msg.Method != "" || string(msg.ID) != strconv.FormatInt(id, 10) {
-			continue
-		}
-		elapsed := time.Since(start)
-		if !bytes.Contains(line, []byte(want)) {
-			return 0, fmt.Errorf("answer to %d without %q: %s", id, want, line)
-		}
-		return elapsed, nil
+	if !bytes.Contains(answer, []byte(c.args.want)) {
+		return 0, fmt.Errorf("answer to %s without %q: %s", id, c.args.want, answer)
 	}
+	return elapsed, nil
 }
 
-// close ends the upstream: its stdin closed, then killed.
-func (c *stdioClient) close() {
-	_ = c.in.Close()
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-}
+// close ends the upstream.
+func (c *stdioClient) close() { c.peer.Close() }
 
 // httpEchoClient is one 2025-06-18 session's client of a gateway.
 type httpEchoClient struct {

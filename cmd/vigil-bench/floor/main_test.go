@@ -14,12 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/stdiopeer"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeStdioEnv) != "" {
-		fakeStdioServer()
+		stdiopeer.ServeFake(os.Stdin, os.Stdout)
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,29 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeStdioEnv makes the test binary a server over stdio instead of
-// running the tests (TestMain): it answers every request with its own
-// method and id in the text, each answer after a notification and a
-// request of its own, as a server's log messages and sampling come
-// between answers.
+// fakeStdioEnv makes the test binary stdiopeer.ServeFake, a fake MCP
+// server over stdio (TestMain).
 const fakeStdioEnv = "VIGIL_FLOOR_FAKE_STDIO"
-
-func fakeStdioServer() {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"before %s"}}`+"\n", msg.ID)
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"method":"sampling/createMessage","params":{}}`+"\n", msg.ID)
-		text, _ := json.Marshal(msg.Method + " " + string(msg.ID)) // a string always encodes
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%s}]}}`+"\n", msg.ID, text)
-	}
-}
 
 // TestRelayAnswersWithTheServersAnswer: with -relay, the floor answers
 // initialize and notifications itself and a tools/call with the line of
@@ -69,7 +46,7 @@ func TestRelayAnswersWithTheServersAnswer(t *testing.T) {
 	for _, id := range []string{"2", `"three"`} {
 		code, body = postBody(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"any","arguments":{}}}`)
 		require.Equal(t, http.StatusOK, code, body)
-		assert.JSONEq(t, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"tools/call `+strings.ReplaceAll(id, `"`, `\"`)+`"}]}}`, body)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":`+id+`,"result":{"serverInfo":{},"content":[{"type":"text","text":"tools/call `+strings.ReplaceAll(id, `"`, `\"`)+`"}]}}`, body)
 	}
 	r.close()
 	code, body = postBody(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"any","arguments":{}}}`)
