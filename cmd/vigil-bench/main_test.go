@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/stdiopeer"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/stdiopeer"
 )
 
 func TestMain(m *testing.M) {

@@ -15,11 +15,12 @@ import (
 // TestExecutablePagesLeaveAtRest checks that the shipped vigil, at rest,
 // releases its executable's pages (package exepages, started by the GC
 // tuner), most of which starting up touched, and that they stay given
-// back: at most three quarters of them resident after. What a rest keeps
-// resident is what the process runs at rest, as whole page-cache folios:
-// a 4 KiB page's 64 KiB neighborhood on most kernels, up to a 2 MiB folio
-// on those that map a large folio whole (Linux 6.18 on ext4 holds about
-// two thirds; a fourth, on others).
+// back: at most three quarters of them resident after the release. What a
+// rest keeps resident is what the process runs at rest, as whole
+// page-cache folios: a page's 64 KiB neighborhood where the file is cached
+// in small folios, up to a 2 MiB folio where a kernel maps a large folio
+// whole. On Linux 6.18 with ext4, a vigil as go build wrote it kept 59% to
+// 64%; the same bytes cached in 4 KiB folios, 12% to 14%.
 func TestExecutablePagesLeaveAtRest(t *testing.T) {
 	t.Parallel() // a rest is 30 s (gcheadroom.RestPages)
 	svc := startService(t, "-http", "127.0.0.1:0", "-log-level", "debug")
@@ -30,15 +31,11 @@ func TestExecutablePagesLeaveAtRest(t *testing.T) {
 	released := releasedBytes(svc.logs.String())
 	require.NotEmpty(t, released)
 	assert.Greater(t, released[0], started/2, "the release advised %d KiB of the %d KiB resident once started", released[0]>>10, started>>10)
-	var rest uint64
-	for range 50 {
-		if rest = exeResident(t, pid); rest <= started/4*3 {
-			t.Logf("vigil at rest holds %d KiB of its executable, of %d KiB once started", rest>>10, started>>10)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("vigil at rest holds %d KiB of its executable, of %d KiB once started", rest>>10, started>>10)
+	// The line is written after the release: what is resident now is what
+	// the rest mapped back since.
+	rest := exeResident(t, pid)
+	t.Logf("vigil at rest holds %d KiB of its executable, of %d KiB once started", rest>>10, started>>10)
+	assert.LessOrEqual(t, rest, started/4*3, "vigil at rest holds %d KiB of its executable, of %d KiB once started", rest>>10, started>>10)
 }
 
 // exeResident returns the bytes of vigil's executable resident in the

@@ -7,9 +7,10 @@
 // counts in its resident memory (RssFile), until the kernel needs the
 // memory; and the kernel maps a fault's neighbors with it, 64 KiB at a
 // time, or the whole page-cache folio the page is in, up to 2 MiB, where
-// the file's cache holds large folios (Linux 6.18 on ext4). Starting up runs every package's initialization, so a process
-// that serves a trickle holds most of a 26 MB binary resident, where a
-// few MiB is what it runs.
+// the file's cache holds large folios (Linux 6.18 on ext4). Starting up
+// runs every package's initialization, so a process that serves a
+// trickle holds most of a 26 MB binary resident, where a few MiB is what
+// it runs.
 //
 // [Release] unmaps those pages: they stay in the page cache, clean and
 // free for the kernel to reclaim, and the next touch maps a page back with
