@@ -261,6 +261,8 @@ func TestToolsByCallerCapabilities(t *testing.T) {
 	require.NotNil(t, rpcErr, "a hidden tool is refused as an unknown one")
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
 	assert.Equal(t, "plain", plain.CallTool("plain", nil).Text())
+	_, rpcErr = plain.Call("tools/call", map[string]any{"name": "sample", "arguments": map[string]any{}})
+	require.NotNil(t, rpcErr, "refused again, its callers' views known")
 }
 
 // TestUnlistedResourceReadWithNoneListed: an upstream that lists no

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
@@ -84,6 +86,12 @@ type toolViews struct {
 	mu    sync.Mutex
 	byKey map[capsKey]*capsView
 	turn  chan struct{} // 1-buffered: held by the one view being listed
+	// hidden holds, for each caller's key whose views were all listed
+	// (none failed), the upstream's own names such callers do not see:
+	// a call then looks up one map, rather than each view in its turn,
+	// under the lock, on its way in. Made again on a write (memoize),
+	// dropped with any view (forget, drop).
+	hidden atomic.Pointer[map[capsKey]map[string]bool]
 }
 
 // forget drops the views after a listing: all of them when the tools
@@ -92,6 +100,7 @@ type toolViews struct {
 func (v *toolViews) forget(all bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.hidden.Store(nil)
 	for key, view := range v.byKey {
 		select {
 		case <-view.ready:
@@ -112,7 +121,58 @@ func (v *toolViews) drop(key capsKey, view *capsView) {
 	defer v.mu.Unlock()
 	if v.byKey[key] == view {
 		delete(v.byKey, key)
+		v.hidden.Store(nil)
 	}
+}
+
+// hiddenFrom returns the names callers of key do not see, when memoized.
+func (v *toolViews) hiddenFrom(key capsKey) (map[string]bool, bool) {
+	if memo := v.hidden.Load(); memo != nil {
+		hidden, ok := (*memo)[key]
+		return hidden, ok
+	}
+	return nil, false
+}
+
+// memoize records what callers of key do not see, from base and views
+// (the views of what they lack) when every one of them is listed and is
+// still the one of its key: a name base lists and one of views does not.
+func (v *toolViews) memoize(key capsKey, lacked []capsKey, base *capsView, views []*capsView) {
+	for _, view := range append(views, base) {
+		select {
+		case <-view.ready:
+			if view.names == nil {
+				return // not listed: asked again by the next caller
+			}
+		default:
+			return
+		}
+	}
+	hidden := map[string]bool{}
+	for name := range base.names {
+		for _, view := range views {
+			if !view.names[name] {
+				hidden[name] = true
+				break
+			}
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.byKey[0] != base {
+		return // forgotten meanwhile
+	}
+	for i, a := range lacked {
+		if v.byKey[a] != views[i] {
+			return
+		}
+	}
+	memo := map[capsKey]map[string]bool{}
+	if old := v.hidden.Load(); old != nil {
+		maps.Copy(memo, *old)
+	}
+	memo[key] = hidden
+	v.hidden.Store(&memo)
 }
 
 // viewEntry is a registered tool's upstream and its own name there.
@@ -179,7 +239,11 @@ func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	if !ok || e.m.up.Shared {
 		return true // not an upstream's, or one whose callers share its listing session
 	}
-	lacked := lacks(keyOf(&req.ClientCapabilities))
+	key := keyOf(&req.ClientCapabilities)
+	if hidden, ok := e.m.views.hiddenFrom(key); ok {
+		return !hidden[e.own]
+	}
+	lacked := lacks(key)
 	if len(lacked) == 0 {
 		return true
 	}
@@ -188,6 +252,7 @@ func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	for i, a := range lacked {
 		views[i] = e.m.view(a) // each listed in its turn, the caller's next tools too
 	}
+	defer e.m.views.memoize(key, lacked, base, views)
 	if !e.m.awaitView(base) {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
@@ -69,4 +70,36 @@ func TestUpstreamEndpointLabelsBounded(t *testing.T) {
 	assert.Contains(t, s, `{endpoint="other",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="error",upstream="u"} 11`, "team-a and 63 more are labeled as themselves")
 	assert.Equal(t, metrics.MaxEndpointLabels-1, strings.Count(s, `outcome="error",upstream="u"} 1`+"\n"), "e0 to e62, each once")
 	assert.NotContains(t, s, `endpoint="e63"`)
+}
+
+// TestUpstreamToolSeriesAsLabeled: a listed tool's calls through the
+// default endpoint, recorded through the series made with it, land in
+// the series their labels name, duration included, as the calls of an
+// endpoint or with an error type do: each outcome once, not_ready's
+// duration not observed.
+func TestUpstreamToolSeriesAsLabeled(t *testing.T) {
+	u := metrics.NewUpstreams(vocabulary().Codes, []string{"u"}, nil, nil)
+	u.Tools("u", []string{"t"})
+	u.Called("u", "tools/call", "t", "ok", "", "", 2*time.Millisecond)
+	u.Called("u", "tools/call", "t", "ok", "", "", 3*time.Millisecond)
+	u.Called("u", "tools/call", "t", "not_ready", "", "", time.Second)
+	u.Called("u", "tools/call", "t", "tool_error", "tool_error", "", time.Millisecond)
+	u.Called("u", "tools/call", "t", "cancelled", "cancelled", "", time.Millisecond)
+	u.Called("u", "tools/call", "t", "ok", "", "team-a", time.Millisecond)
+	text, err := testutil.CollectAndFormat(u, expfmt.TypeTextPlain, "mcp_gateway_upstream_calls_total", "mcp_client_operation_duration_seconds")
+	require.NoError(t, err)
+	s := string(text)
+	for _, want := range []string{
+		`mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="ok",upstream="u"} 2`,
+		`mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="not_ready",upstream="u"} 1`,
+		`mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="tool_error",upstream="u"} 1`,
+		`mcp_gateway_upstream_calls_total{endpoint="",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="cancelled",upstream="u"} 1`,
+		`mcp_gateway_upstream_calls_total{endpoint="team-a",gen_ai_tool_name="t",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`,
+		`mcp_client_operation_duration_seconds_sum{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call",upstream="u"} 0.006`,
+		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call",upstream="u"} 3`,
+		`mcp_client_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="t",mcp_method_name="tools/call",upstream="u"} 1`,
+	} {
+		assert.Contains(t, s, want+"\n")
+	}
+	assert.Equal(t, 6, strings.Count(s, `gen_ai_tool_name="t",mcp_method_name="tools/call",outcome=`)-1, "ok, error, cancelled, upstream_closed, not_ready, tool_error at the default endpoint, and ok at team-a")
 }

@@ -80,7 +80,7 @@ type Upstreams struct {
 	dropped func(add func(upstream, reason string, n int64))
 	upNames []string
 	states  func(upstream string) string
-	tools   sync.Map // [2]string{upstream, tool}: labeled as itself (see Tools)
+	tools   sync.Map // [2]string{upstream, tool}: labeled as itself (see Tools), its *toolSeries
 	toolsMu sync.Mutex
 	toolsOf map[string]int // upstream: how many of its tools are labeled as themselves
 	// endpoints are the catalog endpoint names that label endpoint as
@@ -183,7 +183,7 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 
 // callOutcomes are the values of the outcome label of
 // mcp_gateway_upstream_calls_total, ToolError last (tools/call's only).
-var callOutcomes = []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed, NotReady, ToolError}
+var callOutcomes = [...]string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed, NotReady, ToolError}
 
 // MaxToolLabels is how many tool names of one upstream label
 // gen_ai_tool_name as themselves; the others are "other".
@@ -216,12 +216,32 @@ func (u *Upstreams) Tools(upstream string, tools []string) {
 			return
 		}
 		u.toolsOf[upstream]++
-		u.tools.Store(key, struct{}{})
-		for _, o := range callOutcomes {
-			u.calls.WithLabelValues(upstream, "tools/call", t, o, "")
+		ts := &toolSeries{answered: u.duration.WithLabelValues(upstream, "tools/call", t, "")}
+		for i, o := range callOutcomes {
+			ts.calls[i] = u.calls.WithLabelValues(upstream, "tools/call", t, o, "")
 		}
-		u.duration.WithLabelValues(upstream, "tools/call", t, "")
+		u.tools.Store(key, ts)
 	}
+}
+
+// toolSeries are the series of one upstream tool's calls through the
+// default endpoint, made once (Tools) so that recording a call (Called)
+// is an increment and an observation, not a look-up of each by its five
+// labels, which hashes and checks every value: on the hop's way back,
+// between the upstream's answer and the caller's response.
+type toolSeries struct {
+	calls    [len(callOutcomes)]prometheus.Counter // by outcome, as callOutcomes
+	answered prometheus.Observer                   // the duration of a result (error_type "")
+}
+
+// outcomeIndex returns the index of outcome in callOutcomes, or -1.
+func outcomeIndex(outcome string) int {
+	for i, o := range callOutcomes {
+		if o == outcome {
+			return i
+		}
+	}
+	return -1
 }
 
 // MaxEndpointLabels is how many catalog endpoint names label endpoint as
@@ -242,8 +262,16 @@ func (u *Upstreams) Called(upstream, method, tool, outcome, errType, endpoint st
 	upstream, method = u.names.bound(upstream, mcpconv.LabelOther), u.methods.bound(method, mcpconv.LabelOther)
 	if method != "tools/call" {
 		tool = ""
-	} else if _, known := u.tools.Load([2]string{upstream, tool}); !known {
+	} else if ts, known := u.tools.Load([2]string{upstream, tool}); !known {
 		tool = mcpconv.LabelOther
+	} else if i := outcomeIndex(outcome); endpoint == "" && i >= 0 && (outcome == NotReady || errType == "") {
+		// The common case: the series made with the tool (toolSeries).
+		ts := ts.(*toolSeries)
+		ts.calls[i].Inc()
+		if outcome != NotReady {
+			ts.answered.Observe(d.Seconds())
+		}
+		return
 	}
 	u.calls.WithLabelValues(upstream, method, tool, outcome, u.endpointLabel(endpoint)).Inc()
 	if outcome == NotReady {
