@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -235,7 +236,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	if d, ok := conn.(directAnswers); ok {
-		d.AnswerDirectly(s.answer)
+		d.AnswerDirectly(func(r *transport.Response) { s.answer(r) })
 	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(s.deliver)
@@ -736,7 +737,13 @@ func (s *Session) readLoop() {
 		}
 		switch m := msg.(type) {
 		case *transport.Response:
-			s.answer(m)
+			if s.answer(m) {
+				// Its caller runs now, on this thread, and answers its
+				// own caller before this loop reads on (a read that
+				// finds nothing and parks): the answer waits for none
+				// of that.
+				runtime.Gosched()
+			}
 		case *transport.Request:
 			var related transport.ID
 			if rel, ok := s.conn.(relater); ok {
@@ -842,8 +849,9 @@ func (s *Session) malformed(derr *transport.DecodeError) {
 	close(c.done)
 }
 
-// answer completes the call a response answers.
-func (s *Session) answer(r *transport.Response) {
+// answer completes the call a response answers, and reports whether a
+// caller waits for it.
+func (s *Session) answer(r *transport.Response) bool {
 	id, ok := intID(r.ID)
 	var c *call
 	if ok {
@@ -855,7 +863,7 @@ func (s *Session) answer(r *transport.Response) {
 	if c == nil || !c.abandoned.IsZero() {
 		s.late.Add(1) // nobody waits for it
 		if c == nil {
-			return
+			return false
 		}
 	}
 	if r.Error != nil {
@@ -864,6 +872,7 @@ func (s *Session) answer(r *transport.Response) {
 		c.result = r.Result
 	}
 	close(c.done)
+	return c.abandoned.IsZero()
 }
 
 // intID returns the integer of an id the session could have made.
