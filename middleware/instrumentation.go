@@ -98,8 +98,8 @@ func recordRequests(st spanStarter, m *metrics.Metrics, l *requestLogger) server
 		// request's stack"); the rest is done in record's.
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			principal := principalOf(req) // read once for the span, the exemplar and the log line
-			ctx, span := st.start(ctx, req, principal)
-			record(ctx, span, principal, st.capture, m, l, req)
+			ctx, span, start := st.start(ctx, req)
+			record(ctx, span, spanEnd{&st, start}, principal, m, l, req)
 			return next(ctx, req)
 		}
 	}
@@ -111,22 +111,33 @@ func recordRequests(st spanStarter, m *metrics.Metrics, l *requestLogger) server
 // metrics now.
 //
 //go:noinline
-func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *metrics.Metrics, l *requestLogger, req *server.Request) {
+func record(ctx context.Context, span trace.Span, se spanEnd, principal *auth.Principal, m *metrics.Metrics, l *requestLogger, req *server.Request) {
 	if req.IsNotification() {
-		serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+		serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
+			se.st.attributes(ctx, span, se.start, req, principal)
+			endServerSpan(span, req, out)
+		})
 		return
 	}
 	scope := requestScope{principal: principal, span: span.SpanContext()}
 	start, traceID := recordStart(scope.span, m, req)
 	serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
-		if capture != nil {
-			captureContent(capture, span, req, out)
+		se.st.attributes(ctx, span, se.start, req, principal)
+		if se.st.capture != nil {
+			captureContent(se.st.capture, span, req, out)
 		}
 		endServerSpan(span, req, out)
 		recordEnd(m, req, transportOf(ctx), start, traceID, out)
 		scope := scope // a copy on this goroutine's stack, the closure's by value
 		l.log(ctx, &scope, req, out, start)
 	})
+}
+
+// spanEnd is what a request's end needs of its span's start: the
+// spanStarter, and how the span started (spanStarter.attributes).
+type spanEnd struct {
+	st    *spanStarter
+	start *spanStart
 }
 
 // ServerOptions returns the options that instrument a server, for

@@ -24,12 +24,14 @@ import (
 // spanStarter starts the SERVER spans of one Tracing middleware.
 //
 // A sampler sees a span's name ("{mcp.method.name} {target}", which names
-// the method and the tool or prompt) and kind; the attributes are set right
-// after the start, and only on a span that records, so that an unsampled
-// request pays for none of them. With the OpenTelemetry SDK, attributes
-// given at the start cost a copy and an allocation more than those set
-// after it, and they are most of a span's cost. The name and start options
-// of each (method, target) are built once and shared.
+// the method and the tool or prompt) and kind; the attributes are set at
+// the request's end, with its outcome's, and only on a span that records,
+// so that an unsampled request pays for none of them and a sampled one
+// sets them off its way in, after its answer (with server.WithOutcomeBatches)
+// rather than before its handler runs. With the OpenTelemetry SDK,
+// attributes given at the start cost a copy and an allocation more than
+// those set after it, and they are most of a span's cost. The name and
+// start options of each (method, target) are built once and shared.
 type spanStarter struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -38,7 +40,7 @@ type spanStarter struct {
 	untrusted bool
 	capture   Redactor // WithContentCapture; nil: off
 	starts    *spanStarts
-	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
+	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set at the end
 }
 
 // newServerSpanStarter returns the spanStarter of the tracing with cfg,
@@ -55,21 +57,27 @@ func newServerSpanStarter(cfg tracingConfig) spanStarter {
 }
 
 // start starts req's span in ctx; principal is req's (principalOf), nil
-// without one.
+// without one. Its attributes are set by attributes, which the request's
+// end calls with what start returns.
 //
 // It stands over the tracer's Start, the deepest call of a request's
 // way in: its own frame holds no more than the call needs (see
 // docs/limits.md, "The request's stack"), and the span's parent and
 // attributes are worked out in calls of their own, which return before
 // and after it.
-func (s spanStarter) start(ctx context.Context, req *server.Request, principal *auth.Principal) (context.Context, trace.Span) {
+func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Context, trace.Span, *spanStart) {
 	st := s.starts.get(ctx, req)
 	pctx, opts := s.parent(ctx, req, st.opts)
 	sctx, span := s.tracer.Start(pctx, st.name, opts...)
+	return sctx, span, st
+}
+
+// attributes sets the attributes of req's span, started by start in the
+// context ctx returned with st, when it records; principal is req's.
+func (s spanStarter) attributes(ctx context.Context, span trace.Span, st *spanStart, req *server.Request, principal *auth.Principal) {
 	if span.IsRecording() {
 		s.setAttributes(ctx, span, st, req, principal)
 	}
-	return sctx, span
 }
 
 // parent returns the context and options req's span starts with: ctx

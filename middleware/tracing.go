@@ -50,12 +50,12 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(mcpconv.
 func tracing(st spanStarter) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			ctx, span := st.start(ctx, req, principalOf(req))
-			capture := st.capture
+			ctx, span, start := st.start(ctx, req)
 			// One allocation: the closure holds what it uses by value.
 			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
-				if capture != nil {
-					captureContent(capture, span, req, out)
+				st.attributes(ctx, span, start, req, principalOf(req))
+				if st.capture != nil {
+					captureContent(st.capture, span, req, out)
 				}
 				endServerSpan(span, req, out)
 			})
