@@ -443,7 +443,6 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 func (s *session) openStream(w http.ResponseWriter, r *http.Request, req *transport.Request) (*stream, *transport.Response) {
 	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
 	st.quotas, st.caller = s.h.quotas, s.caller
-	st.sendsAtOnce = r.ProtoMajor == 1
 	terminated := st.terminated(req.ID)
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()

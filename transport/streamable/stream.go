@@ -32,17 +32,12 @@ type stream struct {
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
-	cancelled bool
-	endAnswer *transport.Error // what shutDown or refuse answered with, the request unanswered
-	cut       bool             // an SSE write timed out: counted once
-	inline    bool             // a resumable request's handler runs on the response's goroutine (resume_inline.go)
-	chunked   bool             // with inline: the response, if streaming, is HTTP/1.1 chunked
-	// sendsAtOnce: a JSON answer of at most smallAnswer bytes is sent as it
-	// is written, with its Content-Length, rather than once the handler
-	// returns (answerJSON): an HTTP/1.x response, which that leaves one
-	// write (HTTP/2 would end the stream in a frame of its own).
-	sendsAtOnce bool
-	armedUntil  time.Duration // the write deadline set last, since limit.base (see armLocked)
+	cancelled  bool
+	endAnswer  *transport.Error // what shutDown or refuse answered with, the request unanswered
+	cut        bool             // an SSE write timed out: counted once
+	inline     bool             // a resumable request's handler runs on the response's goroutine (resume_inline.go)
+	chunked    bool             // with inline: the response, if streaming, is HTTP/1.1 chunked
+	armedUntil time.Duration    // the write deadline set last, since limit.base (see armLocked)
 
 	// A standalone GET stream's queue (outbox.go): deliver queues there,
 	// and the stream's own goroutine writes (writeQueued), encoding each
@@ -318,12 +313,8 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	if len(data)+len(result) > smallAnswer {
 		st.armLocked()
 	}
-	atOnce := st.sendsAtOnce && result == nil && len(data) <= smallAnswer
-	switch {
-	case result != nil:
+	if result != nil {
 		st.w.Header()["Content-Length"] = []string{strconv.Itoa(len(data) + len(result) + 1)}
-	case atOnce:
-		st.w.Header()["Content-Length"] = []string{strconv.Itoa(len(data))}
 	}
 	st.w.WriteHeader(status)
 	_, err = st.w.Write(data)
@@ -331,12 +322,6 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 		if _, err = st.w.Write(result); err == nil {
 			_, err = io.WriteString(st.w, "}")
 		}
-	}
-	if atOnce && err == nil {
-		// The answer leaves now, not after the handler's stack unwinds
-		// (its outcome sealed, its stream closed, its body's hold
-		// released): its caller waits on nothing of that.
-		err = st.flush()
 	}
 	st.state = answeredJSON
 	st.finish()
