@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -77,6 +78,16 @@ type capsView struct {
 	names map[string]bool // the upstream's own names; nil when it could not be listed: every tool
 }
 
+// listed reports whether v is listed already, and could be.
+func (v *capsView) listed() bool {
+	select {
+	case <-v.ready:
+		return v.names != nil
+	default:
+		return false
+	}
+}
+
 // toolViews are an upstream's views of what is registered now, by the
 // capability each leaves out (0: the baseline); a new registration (a
 // list_changed) forgets them. So an upstream is listed for views at most
@@ -89,7 +100,7 @@ type toolViews struct {
 	// hidden holds, for each caller's key whose views were all listed
 	// (none failed), the upstream's own names such callers do not see:
 	// a call then looks up one map, rather than each view in its turn,
-	// under the lock, on its way in. Made again on a write (memoize),
+	// under the lock, on its way in. Replaced, never changed, by memoize;
 	// dropped with any view (forget, drop).
 	hidden atomic.Pointer[map[capsKey]map[string]bool]
 }
@@ -138,15 +149,8 @@ func (v *toolViews) hiddenFrom(key capsKey) (map[string]bool, bool) {
 // (the views of what they lack) when every one of them is listed and is
 // still the one of its key: a name base lists and one of views does not.
 func (v *toolViews) memoize(key capsKey, lacked []capsKey, base *capsView, views []*capsView) {
-	for _, view := range append(views, base) {
-		select {
-		case <-view.ready:
-			if view.names == nil {
-				return // not listed: asked again by the next caller
-			}
-		default:
-			return
-		}
+	if !base.listed() || slices.ContainsFunc(views, func(view *capsView) bool { return !view.listed() }) {
+		return // one is still being listed, or could not be: asked again by the next caller
 	}
 	hidden := map[string]bool{}
 	for name := range base.names {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -236,7 +235,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	if d, ok := conn.(directAnswers); ok {
-		d.AnswerDirectly(func(r *transport.Response) { s.answer(r) })
+		d.AnswerDirectly(s.answer)
 	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(s.deliver)
@@ -737,13 +736,7 @@ func (s *Session) readLoop() {
 		}
 		switch m := msg.(type) {
 		case *transport.Response:
-			if s.answer(m) {
-				// Its caller runs now, on this thread, and answers its
-				// own caller before this loop reads on (a read that
-				// finds nothing and parks): the answer waits for none
-				// of that.
-				runtime.Gosched()
-			}
+			s.answer(m)
 		case *transport.Request:
 			var related transport.ID
 			if rel, ok := s.conn.(relater); ok {
@@ -849,9 +842,8 @@ func (s *Session) malformed(derr *transport.DecodeError) {
 	close(c.done)
 }
 
-// answer completes the call a response answers, and reports whether a
-// caller waits for it.
-func (s *Session) answer(r *transport.Response) bool {
+// answer completes the call a response answers.
+func (s *Session) answer(r *transport.Response) {
 	id, ok := intID(r.ID)
 	var c *call
 	if ok {
@@ -863,7 +855,7 @@ func (s *Session) answer(r *transport.Response) bool {
 	if c == nil || !c.abandoned.IsZero() {
 		s.late.Add(1) // nobody waits for it
 		if c == nil {
-			return false
+			return
 		}
 	}
 	if r.Error != nil {
@@ -872,7 +864,6 @@ func (s *Session) answer(r *transport.Response) bool {
 		c.result = r.Result
 	}
 	close(c.done)
-	return c.abandoned.IsZero()
 }
 
 // intID returns the integer of an id the session could have made.
