@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,4 +35,53 @@ func TestStdioClient(t *testing.T) {
 	c.args.want = "Echo: hello"
 	_, err = c.call()
 	assert.ErrorContains(t, err, "without")
+}
+
+// TestHTTPEchoClient: the gateway's client opens its session, makes
+// every call on one connection of its own, times each and refuses an
+// answer without what it wants, or with another status.
+func TestHTTPEchoClient(t *testing.T) {
+	var mu sync.Mutex
+	callers := map[string]int{} // the calls' remote addresses
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case bytes.Contains(body, []byte(`"initialize"`)):
+			w.Header().Set("Mcp-Session-Id", "s1")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+		case r.Header.Get("Mcp-Session-Id") != "s1":
+			http.Error(w, "no session", http.StatusBadRequest)
+		case bytes.Contains(body, []byte(`"notifications/initialized"`)):
+			w.WriteHeader(http.StatusAccepted)
+		case bytes.Contains(body, []byte(`"fail"`)):
+			http.Error(w, `{"echo":"fail"}`, http.StatusInternalServerError)
+		default:
+			mu.Lock()
+			callers[r.RemoteAddr]++
+			mu.Unlock()
+			_, _ = w.Write(body) // the call itself, arguments and all
+		}
+	}))
+	defer srv.Close()
+	c, err := dialEchoClient(t.Context(), srv.URL+"/mcp", echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`})
+	require.NoError(t, err)
+	defer c.close()
+	for range 3 {
+		d, err := c.call()
+		require.NoError(t, err)
+		assert.Positive(t, d)
+	}
+	mu.Lock()
+	assert.Len(t, callers, 1, "every call on the client's one connection")
+	mu.Unlock()
+	c.args.want = "Echo: hello"
+	_, err = c.call()
+	assert.ErrorContains(t, err, "200 OK")
+	c.args = echoArgs{arguments: `{"text":"fail"}`, want: "fail"}
+	_, err = c.call()
+	assert.ErrorContains(t, err, "500")
 }
