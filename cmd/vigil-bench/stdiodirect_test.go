@@ -38,8 +38,9 @@ func TestStdioClient(t *testing.T) {
 }
 
 // TestHTTPEchoClient: the gateway's client opens its session, makes
-// every call on one connection of its own, times each and refuses an
-// answer without what it wants, or with another status.
+// every call on one connection of its own, dials another after an answer
+// that closes it or when the server closed it idle, times each call and
+// refuses an answer without what it wants, or with another status.
 func TestHTTPEchoClient(t *testing.T) {
 	var mu sync.Mutex
 	callers := map[string]int{} // the calls' remote addresses
@@ -57,6 +58,9 @@ func TestHTTPEchoClient(t *testing.T) {
 			http.Error(w, "no session", http.StatusBadRequest)
 		case bytes.Contains(body, []byte(`"notifications/initialized"`)):
 			w.WriteHeader(http.StatusAccepted)
+		case bytes.Contains(body, []byte(`"last"`)):
+			w.Header().Set("Connection", "close")
+			_, _ = w.Write(body)
 		case bytes.Contains(body, []byte(`"fail"`)):
 			http.Error(w, `{"echo":"fail"}`, http.StatusInternalServerError)
 		default:
@@ -67,7 +71,7 @@ func TestHTTPEchoClient(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := dialEchoClient(t.Context(), srv.URL+"/mcp", echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`})
+	c, err := dialEchoClient(srv.URL+"/mcp", echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`})
 	require.NoError(t, err)
 	defer c.close()
 	for range 3 {
@@ -77,6 +81,23 @@ func TestHTTPEchoClient(t *testing.T) {
 	}
 	mu.Lock()
 	assert.Len(t, callers, 1, "every call on the client's one connection")
+	mu.Unlock()
+	c.args = echoArgs{arguments: `{"text":"last"}`, want: "last"}
+	_, err = c.call()
+	require.NoError(t, err)
+	c.args = echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`}
+	_, err = c.call()
+	require.NoError(t, err, "a call after the server closed the connection")
+	assert.Equal(t, 1, c.redials)
+	mu.Lock()
+	assert.Len(t, callers, 2, "the call after on a connection of its own")
+	mu.Unlock()
+	srv.CloseClientConnections() // as a server does with an idle connection
+	_, err = c.call()
+	require.NoError(t, err, "a call after the server closed the idle connection")
+	assert.Equal(t, 2, c.redials)
+	mu.Lock()
+	assert.Len(t, callers, 3, "made again on a new connection")
 	mu.Unlock()
 	c.args.want = "Echo: hello"
 	_, err = c.call()
