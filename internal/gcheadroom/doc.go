@@ -26,7 +26,8 @@
 // over the headroom, with spare memory worth a collection, collects and
 // returns that memory to the operating system (see ReleaseAtRest). A rest
 // that lasts RestPages intervals (a scrape now and then is rest) also
-// releases the executable's pages that starting up and the load before it
-// touched (package exepages). Only a main package should use it, once: it
+// gives back the heap's spare memory within the headroom (see
+// ReleaseAtLongRest), and releases the executable's pages that starting
+// up and the load before it touched (package exepages). Only a main package should use it, once: it
 // changes process-wide runtime settings.
 package gcheadroom

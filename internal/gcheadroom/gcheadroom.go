@@ -77,8 +77,9 @@ type Tuner struct {
 // Every [RestInterval] it also looks for rest, and when the process has
 // gone quiet with a heap over the headroom and spare memory worth a
 // collection, collects and gives the memory back (see [ReleaseAtRest]);
-// and once a rest has lasted RestPages intervals, it releases the
-// executable's pages, once (see [RestPages]). It returns nil, changing
+// and once a rest has lasted RestPages intervals, it gives back the
+// heap's spare memory, headroom or not (see [ReleaseAtLongRest]), and
+// releases the executable's pages, once (see [RestPages]). It returns nil, changing
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
 func Start(headroom uint64) *Tuner { return StartReleasing(headroom, 0, releasePages) }
 

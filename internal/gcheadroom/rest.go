@@ -45,6 +45,28 @@ func ReleaseAtRest(allocated, spare, live, headroom uint64) bool {
 // MinRelease is the least spare memory that a release at rest gives back.
 const MinRelease = 4 << 20
 
+// ReleaseAtLongRest reports whether a rest long enough to release the
+// executable's pages (RestPages intervals, see pagesWatch) should also
+// collect and give the heap's spare memory back, headroom or not: a
+// process whose spare heap bytes number more than a sixteenth of its live
+// heap and MinLongRelease, and that allocated under RestAllocs in the
+// last interval. The headroom spares a load the collections its garbage
+// would cost; a process that has used under RestCPU an interval for that
+// long has no load to spare them, and what it holds is resident memory
+// for nothing (issue 88: up to the whole headroom, behind an upstream
+// whose notifications trickle in, as the last collection before the rest
+// left it). A burst after the rest faults the pages in again as it
+// allocates, and collects first when its garbage reaches the goal that
+// the tuning of the release's collection left (see Tuner.release).
+func ReleaseAtLongRest(allocated, spare, live uint64) bool {
+	return allocated < RestAllocs && spare > max(live/16, MinLongRelease)
+}
+
+// MinLongRelease is the least spare memory that a long rest gives back:
+// a collection's worth, the room a trickle of notifications fills in a
+// few minutes.
+const MinLongRelease = 1 << 20
+
 // RestPages is how many RestIntervals a rest lasts before it releases
 // the pages of the executable, once: the code and read-only data that
 // starting up or the load before touched (package exepages), which at
@@ -130,12 +152,15 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 			if !ok {
 				continue
 			}
-			if cpu := t.cpu(); cpu >= 0 && pages.read(cpu) {
-				t.releasePages()
-			}
-			if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {
+			allocated := allocs - min(last, allocs)
+			cpu := t.cpu()
+			longRest := cpu >= 0 && pages.read(cpu)
+			if longRest && ReleaseAtLongRest(allocated, spare, live) || ReleaseAtRest(allocated, spare, live, t.headroom) {
 				t.release()
 				allocs, _, _, _ = read() // what the release allocated is not the next interval's
+			}
+			if longRest { // after the heap's release, whose collection runs code of the executable's too
+				t.releasePages()
 			}
 			last = allocs
 		}

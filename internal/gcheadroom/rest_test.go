@@ -70,6 +70,60 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 	assert.Equal(t, int64(1), tuner.Releases(), "released again with nothing to release")
 }
 
+func TestReleaseAtLongRest(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		name                   string
+		allocated, spare, live uint64
+		want                   bool
+	}{
+		{"spare within the headroom: released", 0, 8 * MiB, 4 * MiB, true},
+		{"a trickle is rest", gcheadroom.RestAllocs - 1, 8 * MiB, 4 * MiB, true},
+		{"an interval of load: not now", gcheadroom.RestAllocs, 8 * MiB, 4 * MiB, false},
+		{"MinLongRelease at least", 0, gcheadroom.MinLongRelease, 1 * MiB, false},
+		{"a sixteenth of the live heap or less: not worth a collection", 0, 16 * MiB, 256 * MiB, false},
+		{"more than a sixteenth of it", 0, 17 * MiB, 256 * MiB, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, gcheadroom.ReleaseAtLongRest(tt.allocated, tt.spare, tt.live))
+		})
+	}
+}
+
+// TestStartReleasesTheHeapAtALongRest: garbage within the headroom stays
+// through a short rest, and is collected and returned to the operating
+// system when the rest has lasted long enough to release the
+// executable's pages, before they are released.
+func TestStartReleasesTheHeapAtALongRest(t *testing.T) {
+	setGC(t)
+
+	const headroom = 256 << 20 // far above the garbage
+	tuner := startClocked(t, headroom, true)
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 40)
+	for range 32 << 10 {
+		garbage = make([]byte, 1024)
+	}
+	garbage = nil
+	tuner.tick() // the interval of the allocations: not rest
+
+	for range gcheadroom.RestPages/2 - 2 {
+		tuner.tick()
+	}
+	require.Zero(t, tuner.pages.Load(), "the pages released before RestPages intervals at rest")
+	assert.Zero(t, tuner.Releases(), "the heap released within the headroom before a long rest")
+	before := readHeap()
+	for range 4 {
+		tuner.tick()
+	}
+	require.Equal(t, int64(1), tuner.pages.Load(), "no long rest")
+	require.Equal(t, int64(1), tuner.Releases(), "the heap not released at the long rest")
+	after := readHeap()
+	assert.Less(t, after.objects, before.objects-24<<20, "the garbage was not collected")
+	assert.Less(t, after.retained, before.retained-24<<20, "the freed memory was not returned to the operating system")
+}
+
 // TestStartReleasesThePagesOnceARest: the executable's pages are released
 // once the RestPages intervals since Start used under RestCPU each on
 // average, once, and again after a load and RestPages intervals of rest.
