@@ -266,7 +266,8 @@ func directStdio(ctx context.Context, cfg config, target string, args echoArgs, 
 	}
 	fmt.Printf("\ndirect       the upstream called over stdio by one client, its own child process, against each gateway\n")
 	fmt.Printf("             over HTTP by one client, each at %.0f calls/s, %d rounds of %s interleaved, after %d calls back\n", s.rate, cfg.rateRounds, cfg.rateRound, warmCalls)
-	fmt.Printf("             to back and 2s at the rate each (every upstream process as warm: node compiles its hot code)\n")
+	fmt.Printf("             to back and 2s at the rate each (every upstream process as warm: node compiles its hot code);\n")
+	fmt.Printf("             each client writes a call and reads its answer on one goroutine, on its pipe or its connection\n")
 	for _, sd := range sides {
 		slices.Sort(sd.lat)
 	}

@@ -101,8 +101,8 @@ func TestHTTPEchoClient(t *testing.T) {
 	mu.Unlock()
 	c.args.want = "Echo: hello"
 	_, err = c.call()
-	assert.ErrorContains(t, err, "200 OK")
+	require.ErrorContains(t, err, "200 OK")
 	c.args = echoArgs{arguments: `{"text":"fail"}`, want: "fail"}
 	_, err = c.call()
-	assert.ErrorContains(t, err, "500")
+	require.ErrorContains(t, err, "500")
 }
