@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,11 +28,7 @@ func TestStdioClient(t *testing.T) {
 	c, err := startStdioClient(t.Context(), self, echoArgs{arguments: `{"text":"hello"}`, want: `"text":"tools/call`})
 	require.NoError(t, err)
 	defer c.close()
-	for range 3 {
-		d, err := c.call()
-		require.NoError(t, err)
-		assert.Positive(t, d)
-	}
+	callsTimed(t, c.call)
 	c.args.want = "Echo: hello"
 	_, err = c.call()
 	assert.ErrorContains(t, err, "without")
@@ -74,11 +71,7 @@ func TestHTTPEchoClient(t *testing.T) {
 	c, err := dialEchoClient(srv.URL+"/mcp", echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`})
 	require.NoError(t, err)
 	defer c.close()
-	for range 3 {
-		d, err := c.call()
-		require.NoError(t, err)
-		assert.Positive(t, d)
-	}
+	callsTimed(t, c.call)
 	mu.Lock()
 	assert.Len(t, callers, 1, "every call on the client's one connection")
 	mu.Unlock()
@@ -88,14 +81,14 @@ func TestHTTPEchoClient(t *testing.T) {
 	c.args = echoArgs{arguments: `{"text":"hello"}`, want: `"text":"hello"`}
 	_, err = c.call()
 	require.NoError(t, err, "a call after the server closed the connection")
-	assert.Equal(t, 1, c.redials)
+	assert.Equal(t, 1, c.redials())
 	mu.Lock()
 	assert.Len(t, callers, 2, "the call after on a connection of its own")
 	mu.Unlock()
 	srv.CloseClientConnections() // as a server does with an idle connection
 	_, err = c.call()
 	require.NoError(t, err, "a call after the server closed the idle connection")
-	assert.Equal(t, 2, c.redials)
+	assert.Equal(t, 2, c.redials())
 	mu.Lock()
 	assert.Len(t, callers, 3, "made again on a new connection")
 	mu.Unlock()
@@ -105,4 +98,14 @@ func TestHTTPEchoClient(t *testing.T) {
 	c.args = echoArgs{arguments: `{"text":"fail"}`, want: "fail"}
 	_, err = c.call()
 	require.ErrorContains(t, err, "500")
+}
+
+// callsTimed makes three calls with call, each answered and timed.
+func callsTimed(t *testing.T, call func() (time.Duration, error)) {
+	t.Helper()
+	for range 3 {
+		d, err := call()
+		require.NoError(t, err)
+		assert.Positive(t, d)
+	}
 }

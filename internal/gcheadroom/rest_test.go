@@ -46,14 +46,7 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 	const headroom = 16 << 20
 	tuner := startClocked(t, headroom, true)
 
-	// 64 MiB of small objects turned garbage, with the collector off so
-	// that they stay in the heap.
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(1 << 40)
-	for range 64 << 10 {
-		garbage = make([]byte, 1024)
-	}
-	garbage = nil
+	garbageKept(64)
 	tuner.tick() // the interval of the allocations: not rest
 	assert.Zero(t, tuner.Releases(), "released while allocating")
 
@@ -100,12 +93,7 @@ func TestStartReleasesTheHeapAtALongRest(t *testing.T) {
 
 	const headroom = 256 << 20 // far above the garbage
 	tuner := startClocked(t, headroom, true)
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(1 << 40)
-	for range 32 << 10 {
-		garbage = make([]byte, 1024)
-	}
-	garbage = nil
+	garbageKept(32)
 	tuner.tick() // the interval of the allocations: not rest
 
 	for range gcheadroom.RestPages/2 - 2 {
@@ -270,4 +258,15 @@ func TestPagesWatchEvery(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{3, 6, 9}, got)
+}
+
+// garbageKept turns mib MiB of small objects into garbage with the
+// collector off, so that they stay in the heap (setGC puts it back).
+func garbageKept(mib int) {
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 40)
+	for range mib << 10 {
+		garbage = make([]byte, 1024)
+	}
+	garbage = nil
 }
