@@ -13,7 +13,10 @@
 // second; one at rest, or moving large payloads, holds no more than it
 // needs. Past it, the room for garbage is proportional to what a
 // collection scans (see LimitFor), so that payload bytes, which it never
-// scans, do not double. GOGC set for one collection's live heap applies to
+// scans, do not double; up to twice GOGC's while a quarter second of
+// small allocations takes more (see BaseFor), since a collection of
+// thousands of connections' goroutine stacks costs far more than its
+// bytes say. GOGC set for one collection's live heap applies to
 // the next one's: a live heap that doubles in between would double the
 // goal, so the memory limit, set from the goal wanted, bounds it (never
 // above GOMEMLIMIT).

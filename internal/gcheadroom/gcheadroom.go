@@ -19,7 +19,7 @@ const DefaultHeadroomMiB = 32
 // headroom in MiB.
 const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap included) before the garbage collector runs, " +
 	"so that a small heap under load is not collected many times a second: as much as a quarter second of small allocations takes " +
-	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
+	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, up to twice its room while a quarter second of small allocations takes more, and the memory limit holds the heap " +
 	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), a heap over this holding garbage " +
 	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system, and after 30 s at rest " +
 	"(under a hundredth of a core) the executable's pages leave the resident memory until they run again (0: GOGC alone, and neither)"
@@ -57,6 +57,7 @@ type Tuner struct {
 	now          func() time.Time     // the clock: time.Now
 	tuned        time.Time            // the last tuning
 	earned       uint64               // the headroom the interval before the last tuning earned (HeadroomFor)
+	quarter      uint64               // the small garbage of a quarter second at that interval's rate (QuarterFor)
 	tunes        atomic.Int64         // tunings so far
 	resting      atomic.Bool          // the next tuning follows a release's collection (rest.go)
 	releasePages func()               // releases the executable's pages at rest (rest.go)
@@ -174,28 +175,35 @@ func (t *Tuner) tune() {
 	// A release's collection (rest.go) ends no interval of the load's:
 	// the headroom stays what the load earned, and the next collection's
 	// interval starts where the last one before the release ended.
-	headroom := t.earned
+	headroom, quarter := t.earned, t.quarter
 	if !t.resting.Swap(false) {
 		small, ok := smallBytes(t.sizes)
 		if !ok {
 			t.arm()
 			return
 		}
+		// An interval of no time (two collections at one reading of the
+		// clock) tells no rate: it goes on to the next collection's.
 		now := t.now()
-		earned := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
-		// The larger of what this interval and the one before earned: the
-		// first collection after a pause in the load counts the pause in its
-		// interval, and would take the headroom away for one collection.
-		headroom = max(earned, t.earned)
-		t.small, t.tuned, t.earned = small, now, earned
+		if elapsed := now.Sub(t.tuned); elapsed > 0 {
+			allocated := small - min(t.small, small)
+			earned, q := HeadroomFor(t.headroom, allocated, elapsed), QuarterFor(allocated, elapsed)
+			// The larger of what this interval and the one before earned:
+			// the first collection after a pause in the load counts the
+			// pause in its interval, and would take the headroom away for
+			// one collection.
+			headroom, quarter = max(earned, t.earned), max(q, t.quarter)
+			t.small, t.tuned, t.earned, t.quarter = small, now, earned, q
+		}
 	}
 	live := v[0]
-	if p := PercentFor(live, headroom, t.base); int64(p) != t.percent.Load() {
+	base := BaseFor(live, quarter, t.base)
+	if p := PercentFor(live, headroom, base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, RoomFor(t.headroom, headroom), t.base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, RoomFor(t.headroom, headroom), base, v[1]-min(heap, v[1]), t.limit))
 	t.tunes.Add(1)
 	t.arm()
 }
@@ -256,11 +264,42 @@ func HeadroomFor(headroom, small uint64, elapsed time.Duration) uint64 {
 	if elapsed <= 0 {
 		return headroom
 	}
-	earned := float64(small) * float64(smallGarbageSpan) / float64(elapsed)
-	if earned >= float64(headroom) {
-		return headroom
+	return min(headroom, QuarterFor(small, elapsed))
+}
+
+// QuarterFor returns the bytes that small objects allocated at the rate
+// of small bytes in elapsed take in smallGarbageSpan (a quarter second);
+// as many as a uint64 holds when elapsed is not positive, as
+// [HeadroomFor] earns all of the headroom then.
+func QuarterFor(small uint64, elapsed time.Duration) uint64 {
+	if elapsed <= 0 {
+		return math.MaxUint64
 	}
-	return uint64(earned)
+	return uint64(min(float64(small)*float64(smallGarbageSpan)/float64(elapsed), math.MaxUint64/2))
+}
+
+// BaseFor returns the GOGC percent a live heap of live bytes gets at
+// least, past the headroom (see [PercentFor] and [LimitFor]): base (GOGC's
+// value at Start), or more when a quarter second of small allocations
+// (quarter bytes, see [QuarterFor]) takes more than base's room, up to
+// twice base, rounded up to a multiple of 25. A collection of such a heap
+// costs in proportion to what it scans, most of it, at thousands of
+// connections, their goroutines' stacks, and under a load of small
+// requests GOGC=100's room of 2,048 connections' heap filled several
+// times as often as smallGarbageSpan means. Twice base's room bounds the heap at what
+// GOGC=200 would hold; a live heap of payloads, which allocate few small
+// objects, gets base (docs/perf/ROUNDS.md, issue 88).
+func BaseFor(live, quarter uint64, base int) int {
+	if live == 0 || base <= 0 {
+		return base
+	}
+	most := 2 * uint64(base)
+	if quarter >= live/100*most { // and quarter*100 below would overflow
+		return int(most)
+	}
+	p := (quarter*100 + live - 1) / live
+	p = (p + 24) / 25 * 25
+	return int(min(max(uint64(base), p), most))
 }
 
 // smallGarbageSpan is how long the small garbage the headroom holds takes

@@ -238,3 +238,57 @@ func TestStartWithCollectorOff(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(old) })
 	assert.Nil(t, gcheadroom.Start(32<<20), "GOGC=off: nothing to tune")
 }
+
+func TestBaseFor(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		name          string
+		live, quarter uint64
+		base, want    int
+	}{
+		// 2,048 connections under small requests: 26 MiB live, 69 MiB of
+		// small garbage a quarter second.
+		{"a quarter second over GOGC's room: up to twice base", 26 * MiB, 69 * MiB, 100, 200},
+		{"a quarter second between: its room, rounded up to 25", 40 * MiB, 58 * MiB, 100, 150},
+		{"a quarter second within GOGC's room: base", 40 * MiB, 30 * MiB, 100, 100},
+		{"payloads, few small objects: base", 40 * MiB, 1 * MiB, 100, 100},
+		{"at rest: base", 40 * MiB, 0, 100, 100},
+		{"a higher base: up to twice it", 10 * MiB, 1 << 40, 300, 600},
+		{"no live heap: base", 0, 69 * MiB, 100, 100},
+		{"GOGC=0: nothing to scale", 26 * MiB, 69 * MiB, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, gcheadroom.BaseFor(tt.live, tt.quarter, tt.base))
+		})
+	}
+}
+
+func TestQuarterFor(t *testing.T) {
+	const MiB = 1 << 20
+	assert.Equal(t, uint64(69*MiB), gcheadroom.QuarterFor(276*MiB, time.Second), "a quarter of a second's")
+	assert.Equal(t, uint64(69*MiB), gcheadroom.QuarterFor(69*MiB, 250*time.Millisecond), "a quarter second's own")
+	assert.Equal(t, uint64(math.MaxUint64), gcheadroom.QuarterFor(276*MiB, 0), "no time elapsed: all there is, as HeadroomFor")
+	assert.Equal(t, uint64(276*MiB), gcheadroom.HeadroomFor(1<<40, 276*MiB, 250*time.Millisecond), "HeadroomFor is it, up to the headroom")
+}
+
+// TestStartGivesALargeHeapRoomForAQuarterSecond: a live heap over the
+// headroom, under a load of small allocations that fills GOGC's room in
+// under a quarter second, gets up to twice GOGC's room; quiet again, GOGC's.
+func TestStartGivesALargeHeapRoomForAQuarterSecond(t *testing.T) {
+	setGC(t)
+
+	const headroom = 8 << 20 // under the live heap below
+	live = make([]byte, 64<<20)
+	t.Cleanup(func() { live = nil })
+	tuner := startClocked(t, headroom, false)
+	tuner.collect(t, time.Millisecond, 64) // 64 MiB of small garbage in a millisecond
+	assert.Equal(t, 200, tuner.Percent(), "twice GOGC's room")
+	assert.Equal(t, 200, debug.SetGCPercent(200), "the runtime's GOGC is the tuner's")
+	tuner.collect(t, 10*time.Second, 0)
+	tuner.collect(t, 10*time.Second, 0) // the first quiet interval keeps the load's (as the headroom)
+	assert.Equal(t, 100, tuner.Percent(), "quiet: GOGC's own")
+}
+
+// live is a live heap the tests hold.
+var live []byte
