@@ -347,7 +347,7 @@ bench-gateway:
 	@echo "==> bench-gateway: cmd/vigil-bench -rates$(if $(TBXARK_SRC), -tbxark $(TBXARK_SRC), (no TBXARK_SRC: TBXark/mcp-proxy not measured))"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -rates $(if $(TBXARK_SRC),-tbxark "$(TBXARK_SRC)") $(BENCH_FLAGS)
 
-## bench-scale: SCALE_SESSIONS 2025 sessions with open GET streams and 20 list_changed fan-outs (vigil-everything against the floor), overload at 32, 512 and 2,048 clients and a 1 MiB echo (the shipped vigil against the floor), four heavy callers and a light one at once (the shipped vigil with its quotas: the light one is not shed), printed as ratios with the PASS/FAIL of issue 45's acceptance; raises its file-descriptor limit; run by hand.
+## bench-scale: SCALE_SESSIONS 2025 sessions with open GET streams and 20 list_changed fan-outs (vigil-everything against the floor), overload at 32, 512 and 2,048 clients (each server's levels back to back, three reps honoring Retry-After, each level against the same rep's 32-client peak) and a 1 MiB echo (the shipped vigil against the floor), four heavy callers and a light one at once (the shipped vigil with its quotas: the light one is not shed), printed as ratios with the PASS/FAIL of issue 45's acceptance; raises its file-descriptor limit; run by hand.
 bench-scale:
 	@echo "==> bench-scale: cmd/vigil-bench -scale -scale-sessions $(SCALE_SESSIONS) (a few minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -scale -scale-sessions $(SCALE_SESSIONS) $(BENCH_FLAGS)

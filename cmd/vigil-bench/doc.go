@@ -43,8 +43,10 @@
 // of -scale-phases against a fresh vigil and floor: streams and fan-out on
 // vigil-everything (-resumable=false -list-changed-delay 0), overload and
 // a large echo on vigil, with the per-caller quotas off, since one load
-// generator stands for every client, and four heavy callers and a light
-// one (loopback addresses) at once on vigil with its quotas on, whose
+// generator stands for every client (the overload runs each server's
+// levels back to back, -overload-reps times honoring Retry-After, and
+// compares each level with the same rep's peak), and four heavy callers
+// and a light one (loopback addresses) at once on vigil with its quotas on, whose
 // shedding must refuse the heavy ones' requests, not the light one's; -vigil-arg adds
 // to vigil's arguments there too. The scale program prints the tables,
 // and vigil-bench repeats their PASS and FAIL lines at the end. VIGIL_*

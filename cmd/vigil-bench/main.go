@@ -88,6 +88,7 @@ func main() {
 	flag.IntVar(&cfg.scale.fanouts, "fanouts", 20, "with -scale: list_changed fan-outs to every stream")
 	flag.StringVar(&cfg.scale.phases, "scale-phases", "streams,overload,payload,callers", "with -scale: comma-separated phases to run: streams, overload, payload, callers")
 	flag.StringVar(&cfg.scale.clients, "overload-clients", "32,512,2048", "with -scale: comma-separated concurrency levels of the overload phase, the first the peak the others are compared with")
+	flag.IntVar(&cfg.scale.reps, "overload-reps", 3, "with -scale: reps of the overload phase honoring Retry-After, in each of which a server runs its rounds at every level back to back, the peak's included; each level is compared with the same rep's peak (positive)")
 	flag.DurationVar(&cfg.scale.round, "scale-round", 10*time.Second, "with -scale: length of each overload round and of each server's payload round")
 	flag.DurationVar(&cfg.scale.settle, "scale-settle", 2*time.Second, "with -scale: wait before each RSS reading of the streams phase")
 	flag.StringVar(&cfg.scale.callers, "callers-clients", "400,32", "with -scale: the callers phase's clients, `heavy,light`: each of its four heavy callers' (within vigil's default in-flight quota of 512) and the light one's")

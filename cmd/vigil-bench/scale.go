@@ -23,6 +23,7 @@ type scaleConfig struct {
 	fanouts      int
 	phases       string
 	clients      string // the overload phase's concurrency levels
+	reps         int    // the overload phase's reps honoring Retry-After
 	round        time.Duration
 	settle       time.Duration
 	payloadBytes int
@@ -39,6 +40,9 @@ const scaleFileMargin = 1024
 // every phase together.
 func runScale(ctx context.Context, cfg config, dir string) error {
 	sc := cfg.scale
+	if sc.reps <= 0 {
+		return fmt.Errorf("-overload-reps %d: want a positive number", sc.reps)
+	}
 	files, err := raiseFileLimit()
 	if err != nil {
 		return err
@@ -131,7 +135,7 @@ func runScalePhase(ctx context.Context, cfg config, dir, phase, bin string, args
 		"-vigil", serverURL, "-vigil-pid", strconv.Itoa(server.Process.Pid),
 		"-floor", floorURL, "-floor-pid", strconv.Itoa(floor.Process.Pid),
 		"-sessions", strconv.Itoa(sc.sessions), "-fanouts", strconv.Itoa(sc.fanouts), "-settle", sc.settle.String(),
-		"-clients", sc.clients, "-round", sc.round.String(), "-payload-bytes", strconv.Itoa(sc.payloadBytes))
+		"-clients", sc.clients, "-reps", strconv.Itoa(sc.reps), "-round", sc.round.String(), "-payload-bytes", strconv.Itoa(sc.payloadBytes))
 	if heavy, light, ok := strings.Cut(sc.callers, ","); ok {
 		client.Args = append(client.Args, "-heavy-clients", heavy, "-light-clients", light)
 	}

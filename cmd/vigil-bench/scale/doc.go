@@ -23,7 +23,17 @@
 // request) and then ignoring it (it retries at once): goodput (answers
 // with the echo per second), the p99 latency of those answers, refusals
 // per second and whether each refusal carried Retry-After, and other
-// failures.
+// failures. Each level is compared with the first, the peak, through
+// rounds adjacent in time, since the machine's speed drifts over tens of
+// seconds: honoring Retry-After, the phase runs -reps reps, in each of
+// which one server runs its rounds at every level back to back, then the
+// other; from one rep to the next the order of the levels reverses and
+// the other server goes first, so that a drift linear in time favors a
+// level in one rep as much as it penalizes it in the next. A level's "of
+// peak" is the median over the reps of its goodput over the same rep's
+// peak round, not the ratio of the medians; its other figures are medians
+// over the reps. Ignoring Retry-After, a weaker check, runs one rep the
+// same way.
 //
 // callers: on vigil alone, started with its per-caller quotas on,
 // -heavy-callers heavy callers (-heavy-clients each, from 127.0.0.1 and

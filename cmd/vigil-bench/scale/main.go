@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -24,7 +25,8 @@ type config struct {
 	sessions       int           // streams: sessions, each with its GET stream
 	fanouts        int           // streams: list_changed fan-outs
 	settle         time.Duration // streams: wait before each RSS reading
-	clients        []int         // overload: concurrency levels, the first the peak's
+	clients        []int         // overload: concurrency levels, distinct, the first the peak's
+	reps           int           // overload: reps honoring Retry-After
 	round          time.Duration // overload and payload: length of a round
 	payloadBytes   int
 	payloadClients int
@@ -52,6 +54,7 @@ func main() {
 	flag.IntVar(&cfg.fanouts, "fanouts", 20, "streams: list_changed fan-outs")
 	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "streams: how long to wait before each RSS reading")
 	flag.StringVar(&clients, "clients", "32,512,2048", "overload: comma-separated concurrency levels; the first is the peak the others are compared with")
+	flag.IntVar(&cfg.reps, "reps", 3, "overload: reps honoring Retry-After, in each of which a server runs its rounds at every level back to back, the peak's included; each level is compared with the same rep's peak")
 	flag.DurationVar(&cfg.round, "round", 5*time.Second, "overload and payload: length of a round")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1<<20, "payload: `bytes` of the echo's text")
 	flag.IntVar(&cfg.payloadClients, "payload-clients", 8, "payload: concurrent clients")
@@ -70,12 +73,13 @@ func main() {
 	}
 }
 
-// parseClients sets cfg.clients from a comma-separated list.
+// parseClients sets cfg.clients from a comma-separated list of distinct
+// positive numbers.
 func (cfg *config) parseClients(list string) error {
 	for f := range strings.SplitSeq(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-clients %q: want positive numbers", list)
+		if err != nil || n <= 0 || slices.Contains(cfg.clients, n) {
+			return fmt.Errorf("-clients %q: want distinct positive numbers", list)
 		}
 		cfg.clients = append(cfg.clients, n)
 	}
@@ -94,8 +98,8 @@ func run(w io.Writer, cfg config) error {
 		}
 		return streams(w, cfg)
 	case "overload":
-		if cfg.round <= 0 {
-			return errors.New("-round must be positive")
+		if cfg.round <= 0 || cfg.reps <= 0 {
+			return errors.New("-round and -reps must be positive")
 		}
 		return overload(w, cfg)
 	case "payload":

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -45,11 +46,75 @@ func TestParseClients(t *testing.T) {
 	var cfg config
 	require.NoError(t, cfg.parseClients("32, 512,2048"))
 	assert.Equal(t, []int{32, 512, 2048}, cfg.clients)
-	for _, bad := range []string{"", "32,", "0", "x", "-4"} {
+	for _, bad := range []string{"", "32,", "0", "x", "-4", "32,512,32"} {
 		require.Error(t, (&config{}).parseClients(bad), "%q", bad)
 	}
 	assert.Equal(t, "32, 512 and 2,048", joinInts([]int{32, 512, 2048}))
 	assert.Equal(t, "8", joinInts([]int{8}))
+}
+
+// TestOverloadPlan: honoring Retry-After, each rep runs one server's
+// rounds at every level back to back, then the other's; the levels'
+// order reverses and the first server changes from rep to rep; ignoring
+// it, one rep the same way.
+func TestOverloadPlan(t *testing.T) {
+	floor, vigil := target{name: "floor"}, target{name: "vigil"}
+	var got []string
+	for _, r := range overloadPlan([]int{32, 512, 2048}, []target{floor, vigil}, 3) {
+		got = append(got, fmt.Sprintf("%s %d %s %d", r.mode.name, r.rep, r.server.name, r.clients))
+	}
+	assert.Equal(t, []string{
+		"honor 0 floor 32", "honor 0 floor 512", "honor 0 floor 2048",
+		"honor 0 vigil 32", "honor 0 vigil 512", "honor 0 vigil 2048",
+		"honor 1 vigil 2048", "honor 1 vigil 512", "honor 1 vigil 32",
+		"honor 1 floor 2048", "honor 1 floor 512", "honor 1 floor 32",
+		"honor 2 floor 32", "honor 2 floor 512", "honor 2 floor 2048",
+		"honor 2 vigil 32", "honor 2 vigil 512", "honor 2 vigil 2048",
+		"ignore 0 floor 32", "ignore 0 floor 512", "ignore 0 floor 2048",
+		"ignore 0 vigil 32", "ignore 0 vigil 512", "ignore 0 vigil 2048",
+	}, got)
+	levels := []int{32, 512}
+	assert.Equal(t, []int{512, 32}, alternate(levels, 1))
+	assert.Equal(t, []int{32, 512}, levels, "alternate leaves its argument as it is")
+}
+
+// roundOf returns a round of ok answers over a second, with the given
+// p99 and refusals.
+func roundOf(ok int64, p99 time.Duration, refused int64) overloadRound {
+	return overloadRound{
+		ok: ok, latencies: []time.Duration{p99}, refused: refused, withRetry: refused, elapsed: time.Second, measured: time.Second,
+		serverCPU: time.Duration(ok) * time.Microsecond, clientCPU: time.Duration(ok) * 2 * time.Microsecond,
+	}
+}
+
+// TestSummarize: a level's "of peak" is the median of the reps' ratios
+// to their own peaks, not the ratio of the medians, and its other
+// figures are medians over the reps; refusals and failures are summed.
+func TestSummarize(t *testing.T) {
+	// The machine slows down from rep to rep: the ratio of the median
+	// goodputs, 700 over 1,000, is not the median of the reps' ratios.
+	peaks := []overloadRound{roundOf(2000, time.Millisecond, 0), roundOf(1000, time.Millisecond, 0), roundOf(500, time.Millisecond, 0)}
+	rounds := []overloadRound{roundOf(1800, 30*time.Millisecond, 10), roundOf(700, 50*time.Millisecond, 20), roundOf(480, 40*time.Millisecond, 30)}
+	rounds[1].failed = 2
+	s := summarize(rounds, peaks)
+	assert.InDeltaSlice(t, []float64{0.9, 0.7, 0.96}, s.ofPeak, 1e-9, "in rep order")
+	assert.InDelta(t, 0.9, s.medianOfPeak(), 1e-9)
+	assert.InDelta(t, 700, s.goodput, 1e-9)
+	assert.Equal(t, 40*time.Millisecond, s.p99)
+	assert.InDelta(t, 20, s.refusedPerSecond, 1e-9)
+	assert.Equal(t, time.Microsecond, s.cpu)
+	assert.Equal(t, 2*time.Microsecond, s.clientCPU)
+	assert.Equal(t, int64(60), s.sum.refused)
+	assert.Equal(t, "all", s.sum.retryColumn())
+	assert.Equal(t, int64(2), s.sum.failed)
+	assert.Equal(t, "90%, 70%, 96% (median 90%)", s.spread())
+
+	// The peak's own summary is 100% of itself; two reps' median is the
+	// mean of their ratios; a peak without answers is 0.
+	assert.Equal(t, []float64{1, 1, 1}, summarize(peaks, peaks).ofPeak)
+	s = summarize(rounds[:2], []overloadRound{peaks[0], peaks[2]})
+	assert.InDelta(t, (0.9+1.4)/2, s.medianOfPeak(), 1e-9)
+	assert.Zero(t, summarize(rounds[:1], []overloadRound{roundOf(0, 0, 5)}).medianOfPeak())
 }
 
 // keepAliveTo returns a keep-alive connection to url in session "s",
