@@ -196,14 +196,14 @@ func (t *Tuner) tune() {
 			t.small, t.tuned, t.earned, t.quarter = small, now, earned, q
 		}
 	}
-	live := v[0]
-	base := BaseFor(live, quarter, t.base)
+	live, scan, roots := v[0], min(v[8], v[0]), v[6]+v[7]
+	base := BaseFor(live, scan+roots, roots, quarter, t.headroom, t.base)
 	if p := PercentFor(live, headroom, base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, RoomFor(t.headroom, headroom), base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, scan, roots, headroom, RoomFor(t.headroom, headroom), base, v[1]-min(heap, v[1]), t.limit))
 	t.tunes.Add(1)
 	t.arm()
 }
@@ -281,25 +281,26 @@ func QuarterFor(small uint64, elapsed time.Duration) uint64 {
 // BaseFor returns the GOGC percent a live heap of live bytes gets at
 // least, past the headroom (see [PercentFor] and [LimitFor]): base (GOGC's
 // value at Start), or more when a quarter second of small allocations
-// (quarter bytes, see [QuarterFor]) takes more than base's room, up to
-// twice base, rounded up to a multiple of 25. A collection of such a heap
-// costs in proportion to what it scans, most of it, at thousands of
-// connections, their goroutines' stacks, and under a load of small
+// (quarter bytes, see [QuarterFor]) takes more than base's room, up to a
+// room of twice base's share of what a collection scans (scanned: the
+// heap's scannable bytes, the goroutine stacks and the globals, as for
+// LimitFor) and at most twice base, rounded up to a multiple of 25. A
+// collection costs in proportion to what it scans, at thousands of
+// connections mostly their goroutines' stacks, and under a load of small
 // requests GOGC=100's room of 2,048 connections' heap filled several
-// times as often as smallGarbageSpan means. Twice base's room bounds the heap at what
-// GOGC=200 would hold; a live heap of payloads, which allocate few small
-// objects, gets base (docs/perf/ROUNDS.md, issue 88).
-func BaseFor(live, quarter uint64, base int) int {
-	if live == 0 || base <= 0 {
+// times as often as smallGarbageSpan means. The room bounds the heap at
+// what GOGC=200 would hold, and payloads, whose bytes a collection never
+// scans, earn none of it (docs/perf/ROUNDS.md, issue 88). A heap whose
+// live bytes and roots (the stacks and globals, within scanned) stay
+// within headroom gets base: the headroom is its room already.
+func BaseFor(live, scanned, roots, quarter, headroom uint64, base int) int {
+	if live == 0 || base <= 0 || live+roots < headroom {
 		return base
 	}
-	most := 2 * uint64(base)
-	if quarter >= live/100*most { // and quarter*100 below would overflow
-		return int(most)
-	}
-	p := (quarter*100 + live - 1) / live
+	room := min(quarter, scanned*2*uint64(base)/100)
+	p := (room*100 + live - 1) / live
 	p = (p + 24) / 25 * 25
-	return int(min(max(uint64(base), p), most))
+	return int(min(max(uint64(base), p), 2*uint64(base)))
 }
 
 // smallGarbageSpan is how long the small garbage the headroom holds takes

@@ -242,24 +242,26 @@ func TestStartWithCollectorOff(t *testing.T) {
 func TestBaseFor(t *testing.T) {
 	const MiB = 1 << 20
 	tests := []struct {
-		name          string
-		live, quarter uint64
-		base, want    int
+		name                                    string
+		live, scanned, roots, quarter, headroom uint64
+		base, want                              int
 	}{
-		// 2,048 connections under small requests: 26 MiB live, 69 MiB of
-		// small garbage a quarter second.
-		{"a quarter second over GOGC's room: up to twice base", 26 * MiB, 69 * MiB, 100, 200},
-		{"a quarter second between: its room, rounded up to 25", 40 * MiB, 58 * MiB, 100, 150},
-		{"a quarter second within GOGC's room: base", 40 * MiB, 30 * MiB, 100, 100},
-		{"payloads, few small objects: base", 40 * MiB, 1 * MiB, 100, 100},
-		{"at rest: base", 40 * MiB, 0, 100, 100},
-		{"a higher base: up to twice it", 10 * MiB, 1 << 40, 300, 600},
-		{"no live heap: base", 0, 69 * MiB, 100, 100},
-		{"GOGC=0: nothing to scale", 26 * MiB, 69 * MiB, 0, 0},
+		// 2,048 connections under small requests: 26 MiB live, 30 MiB
+		// scanned with 17 MiB of stacks and globals, 69 MiB of small
+		// garbage a quarter second.
+		{"a quarter second over GOGC's room: up to twice base", 26 * MiB, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 200},
+		{"a quarter second between: its room, rounded up to 25", 40 * MiB, 40 * MiB, 1 * MiB, 58 * MiB, 32 * MiB, 100, 150},
+		{"a quarter second within GOGC's room: base", 40 * MiB, 40 * MiB, 1 * MiB, 30 * MiB, 32 * MiB, 100, 100},
+		{"payloads among small allocations: their bytes earn no room", 40 * MiB, 6 * MiB, 2 * MiB, 32 * MiB, 32 * MiB, 100, 100},
+		{"within the headroom: base, the headroom is its room", 20 * MiB, 20 * MiB, 2 * MiB, 69 * MiB, 32 * MiB, 100, 100},
+		{"at rest: base", 40 * MiB, 40 * MiB, 1 * MiB, 0, 32 * MiB, 100, 100},
+		{"a higher base: up to twice it", 40 * MiB, 40 * MiB, 1 * MiB, math.MaxUint64, 32 * MiB, 300, 600},
+		{"no live heap: base", 0, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 100},
+		{"GOGC=0: nothing to scale", 26 * MiB, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, gcheadroom.BaseFor(tt.live, tt.quarter, tt.base))
+			assert.Equal(t, tt.want, gcheadroom.BaseFor(tt.live, tt.scanned, tt.roots, tt.quarter, tt.headroom, tt.base))
 		})
 	}
 }
@@ -278,8 +280,8 @@ func TestQuarterFor(t *testing.T) {
 func TestStartGivesALargeHeapRoomForAQuarterSecond(t *testing.T) {
 	setGC(t)
 
-	const headroom = 8 << 20 // under the live heap below
-	live = make([]byte, 64<<20)
+	const headroom = 8 << 20    // under the live heap below
+	live = make([]*byte, 8<<20) // 64 MiB that collections scan
 	t.Cleanup(func() { live = nil })
 	tuner := startClocked(t, headroom, false)
 	tuner.collect(t, time.Millisecond, 64) // 64 MiB of small garbage in a millisecond
@@ -291,4 +293,4 @@ func TestStartGivesALargeHeapRoomForAQuarterSecond(t *testing.T) {
 }
 
 // live is a live heap the tests hold.
-var live []byte
+var live []*byte
