@@ -36,6 +36,7 @@ type overloadRound struct {
 	ok        int64
 	latencies []time.Duration // of the answers with the echo, sorted
 	refused   int64           // 503 and 429
+	rampShed  int64           // of those, refusals of calls sent in the ramp
 	withRetry int64           // refusals that carried Retry-After
 	failed    int64           // anything else: other statuses, JSON-RPC errors, transport errors
 	firstFail string
@@ -203,7 +204,7 @@ func overload(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "             from one rep to the next the levels' order reverses and the other server goes first, so that\n")
 	_, _ = fmt.Fprintf(w, "             a steady drift of the machine's speed favors a level in one rep as much as it penalizes it\n")
 	_, _ = fmt.Fprintf(w, "             in the next; ignore: one rep, each server's levels back to back too\n")
-	_, _ = fmt.Fprintf(w, "ramp         each round's first %s (every client connecting at once) is not measured: goodput and p99\n             are the steady state after it; refusals are counted over the whole round\n", rampOf(cfg.round))
+	_, _ = fmt.Fprintf(w, "ramp         each round's first %s (every client connecting at once) is not measured: goodput and p99\n             are the steady state after it; refusals are counted over the whole round, the ramp's apart\n", rampOf(cfg.round))
 	_, _ = fmt.Fprintf(w, "modes        honor: a client refused (503, 429) waits Retry-After before its next request;\n")
 	_, _ = fmt.Fprintf(w, "             ignore: it retries at once\n")
 	_, _ = fmt.Fprintf(w, "goodput      answers with the echo per second; p99 over those answers (admitted requests only); each\n")
@@ -269,7 +270,7 @@ func overload(w io.Writer, cfg config) error {
 		benchservice.Thousands(int64(high)), 100*honored.medianOfPeak(), benchservice.Thousands(int64(low)), 100*minGoodputHonored, cfg.reps)
 	verdict(w, honored.p99 <= maxAdmittedP99, "overload at %s clients honoring Retry-After: p99 of admitted requests %s (≤ %s; the median of %d reps' p99s)",
 		benchservice.Thousands(int64(high)), benchservice.Millis(honored.p99), benchservice.Millis(maxAdmittedP99), cfg.reps)
-	var refused, withRetry, shedLow int64
+	var refused, withRetry, shedLow, rampShedLow int64
 	var peaks int
 	for k, rs := range results {
 		if k.server != "vigil" {
@@ -279,13 +280,18 @@ func overload(w io.Writer, cfg config) error {
 			refused += r.refused
 			withRetry += r.withRetry
 			if k.clients == low {
-				shedLow += r.refused
+				shedLow += r.refused - r.rampShed
+				rampShedLow += r.rampShed
 				peaks++
 			}
 		}
 	}
 	verdict(w, withRetry == refused, "overload: %d refusals counted, %d answered with Retry-After", refused, withRetry)
-	verdict(w, shedLow == 0, "overload at %s clients: nothing shed (%d refusals in %d rounds)", benchservice.Thousands(int64(low)), shedLow, peaks)
+	// A peak round that follows a higher level's round (every other rep)
+	// starts while the shedder still refuses the share that round needed:
+	// until its next interval sees the queue gone. Its ramp's refusals
+	// are that lag, and counted apart.
+	verdict(w, shedLow == 0, "overload at %s clients: nothing shed after the ramp (%d refusals in %d rounds; %d in their ramps)", benchservice.Thousands(int64(low)), shedLow, peaks, rampShedLow)
 	verdict(w, ignored.medianOfPeak() >= minGoodputIgnored, "overload at %s clients ignoring Retry-After: goodput %.0f%% of the peak ignoring it (≥ %.0f%%)",
 		benchservice.Thousands(int64(high)), 100*ignored.medianOfPeak(), 100*minGoodputIgnored)
 	return nil
@@ -338,6 +344,7 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 		total.ok += r.ok
 		total.latencies = append(total.latencies, r.latencies...)
 		total.refused += r.refused
+		total.rampShed += r.rampShed
 		total.withRetry += r.withRetry
 		total.failed += r.failed
 		if total.firstFail == "" {
@@ -369,6 +376,9 @@ func overloadClient(k *keepAlive, firstID int64, honor bool, from, deadline time
 			r.fail(err.Error())
 		case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests:
 			r.refused++
+			if start.Before(from) {
+				r.rampShed++
+			}
 			wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 			if ok {
 				r.withRetry++
