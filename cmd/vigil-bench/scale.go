@@ -109,7 +109,7 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 		}
 		verdicts = append(verdicts, verdictLines(out)...)
 	}
-	fmt.Printf("\nacceptance   issue 45, vigil against the floor, from this one run (the issue asks for the median of 3)\n")
+	fmt.Printf("\nacceptance   issue 45 (issue 88's 90%% goodput at the top level), vigil against the floor, from this one run (the issues ask for the median of 3)\n")
 	for _, v := range verdicts {
 		fmt.Println(v)
 	}

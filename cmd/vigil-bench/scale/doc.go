@@ -4,7 +4,8 @@
 // runs it once per phase (-phase) against vigil (-vigil, -vigil-pid) and
 // the net/http floor (-floor, -floor-pid); it prints one table per phase,
 // vigil, the floor and their ratio, and a PASS or FAIL line per acceptance
-// item of issue 45 that the phase measures.
+// item of issue 45 that the phase measures (the overload's goodput at
+// issue 88's 90% of the peak).
 //
 // streams: it opens -sessions 2025-06-18 sessions on each server, each
 // with its standalone GET SSE stream open (a raw connection read by one
