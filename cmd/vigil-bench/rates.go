@@ -82,6 +82,14 @@ func runRates(ctx context.Context, cfg config, dir string) (err error) {
 		fmt.Printf("peer         TBXark/mcp-proxy not measured: give -tbxark a git checkout of it (make bench-gateway TBXARK_SRC=dir; the module proxy refuses the module)\n")
 	}
 	bin := filepath.Join(dir, "vigil")
+	executables := []string{bin, filepath.Join(dir, "floor")}
+	if peer != "" {
+		executables = append(executables, peer)
+	}
+	if err := evictFromCache(executables...); err != nil {
+		return err
+	}
+	fmt.Printf("cache        each executable is dropped from the page cache before it starts: read from disk, as after a deployment\n")
 	for _, s := range rateSettings {
 		if err := runRate(ctx, cfg, dir, bin, peer, everything, s); err != nil {
 			return err
