@@ -87,23 +87,44 @@ const RestCPU = RestInterval / 100
 // pagesWatch decides, from the process's CPU time so far at each
 // interval, when a rest releases the executable's pages: once, when the
 // last RestPages intervals used under RestCPU each on average, and again
-// only after a window that did not.
+// after a window that did not; or, within a rest, when the process has
+// gone quieter: its last RestPages intervals used under half of the
+// RestPages before them, and at least rereleaseCPU since the release. A
+// trickle of calls that rests the process (a gateway called for 5 s
+// every 25 s) maps back the pages it runs, and without the second rule
+// kept them once it stopped, for as long as the rest lasted (issue 88: a
+// release in the middle of make bench-gateway's interleaved rounds, none
+// after them); a steady trickle, a scrape now and then, never goes
+// quieter, and keeps the pages it runs.
 //
 // A watch whose every is positive releases every that many intervals
 // instead, whatever the load (see [StartReleasing]).
 type pagesWatch struct {
-	readings [RestPages]time.Duration // the CPU time at the last RestPages readings; reading k at k%RestPages
-	k        int                      // the readings so far
-	released bool                     // the pages were released in this rest
-	every    int                      // >0: release every that many intervals, rest or not
+	readings   [2 * RestPages]time.Duration // the CPU time at the last 2*RestPages readings; reading k at k%(2*RestPages)
+	k          int                          // the readings so far
+	released   bool                         // the pages were released in this rest
+	releasedAt time.Duration                // the CPU time at the last release
+	every      int                          // >0: release every that many intervals, rest or not
 }
+
+// rereleaseCPU is the least CPU time the process uses after a release,
+// within a rest, for a quieter stretch to release the pages again: ten
+// intervals of rest's worth, a few hundred calls, not a scrape.
+const rereleaseCPU = 10 * RestCPU
 
 // read takes the next reading of the CPU time so far, and reports whether
 // to release the pages now.
 func (w *pagesWatch) read(cpu time.Duration) bool {
-	i := w.k % RestPages
-	oldest, full := w.readings[i], w.k >= RestPages
-	w.readings[i] = cpu
+	// back returns the reading back readings before this one, if taken.
+	back := func(n int) (time.Duration, bool) {
+		if n > w.k {
+			return 0, false
+		}
+		return w.readings[(w.k-n)%len(w.readings)], true
+	}
+	oldest, full := back(RestPages)
+	older, fuller := back(2 * RestPages) // the slot this reading takes: read first
+	w.readings[w.k%len(w.readings)] = cpu
 	w.k++
 	if w.every > 0 {
 		return (w.k-1)%w.every == 0 && w.k > 1
@@ -111,13 +132,17 @@ func (w *pagesWatch) read(cpu time.Duration) bool {
 	if !full {
 		return false
 	}
-	if cpu-oldest >= RestPages*RestCPU {
+	window := cpu - oldest
+	if window >= RestPages*RestCPU {
 		w.released = false
 		return false
 	}
-	release := !w.released
-	w.released = true
-	return release
+	quieter := fuller && 2*window < oldest-older && cpu-w.releasedAt >= rereleaseCPU
+	if w.released && !quieter {
+		return false
+	}
+	w.released, w.releasedAt = true, cpu
+	return true
 }
 
 // watchRest reads the allocations so far, then, on a goroutine of its

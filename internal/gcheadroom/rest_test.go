@@ -203,7 +203,8 @@ func readHeap() heap {
 }
 
 // TestPagesWatch: a scrape now and then is rest, a trickle of calls over
-// RestCPU an interval on average is not, and a rest releases once.
+// RestCPU an interval on average is not, and a rest releases once, and
+// again when it grows quieter after a trickle.
 func TestPagesWatch(t *testing.T) {
 	const n = gcheadroom.RestPages
 	tests := []struct {
@@ -226,6 +227,22 @@ func TestPagesWatch(t *testing.T) {
 			}
 			return 0
 		}, []int{n, 3 * n}},
+		// A gateway called 5 s in every 25 s rests, and once the calls
+		// stop, its pages go again: as soon as its window has used under
+		// half of the one before.
+		{"a trickle that rests, then quiet: again when quieter", func(i int) time.Duration {
+			if i <= 3*n {
+				return 2 * time.Millisecond
+			}
+			return 0
+		}, []int{n, 3*n + n/2 + 1}},
+		{"a steady trickle under RestCPU: once", func(int) time.Duration { return 2 * time.Millisecond }, []int{n}},
+		{"quieter, but hardly used since the release: once", func(i int) time.Duration {
+			if i <= n+5 {
+				return 2 * time.Millisecond
+			}
+			return 0
+		}, []int{n}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
