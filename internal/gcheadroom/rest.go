@@ -68,7 +68,8 @@ func ReleaseAtLongRest(allocated, spare, live uint64) bool {
 const MinLongRelease = 1 << 20
 
 // RestPages is how many RestIntervals a rest lasts before it releases
-// the pages of the executable, once: the code and read-only data that
+// the pages of the executable, once (and again if the rest grows quieter,
+// see pagesWatch): the code and read-only data that
 // starting up or the load before touched (package exepages), which at
 // rest count in the resident memory and are the last memory the kernel
 // takes back. Rest here is under RestCPU of CPU time an interval on
