@@ -197,7 +197,7 @@ func (t *Tuner) tune() {
 		}
 	}
 	live, scan, roots := v[0], min(v[8], v[0]), v[6]+v[7]
-	base := BaseFor(live, scan+roots, roots, quarter, t.headroom, t.base)
+	base := BaseFor(live, scan, roots, quarter, t.headroom, t.base)
 	if p := PercentFor(live, headroom, base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))
 		debug.SetGCPercent(p)
@@ -282,22 +282,23 @@ func QuarterFor(small uint64, elapsed time.Duration) uint64 {
 // least, past the headroom (see [PercentFor] and [LimitFor]): base (GOGC's
 // value at Start), or more when a quarter second of small allocations
 // (quarter bytes, see [QuarterFor]) takes more than base's room, up to a
-// room of twice base's share of what a collection scans (scanned: the
-// heap's scannable bytes, the goroutine stacks and the globals, as for
-// LimitFor) and at most twice base, rounded up to a multiple of 25. A
+// room of twice base's share of what a collection scans (the heap's
+// scannable bytes, scan, and the roots: the goroutine stacks and the
+// globals, as for [LimitFor]) and at most twice base, rounded up to a
+// multiple of 25. A
 // collection costs in proportion to what it scans, at thousands of
 // connections mostly their goroutines' stacks, and under a load of small
 // requests GOGC=100's room of 2,048 connections' heap filled several
 // times as often as smallGarbageSpan means. The room bounds the heap at
 // what GOGC=200 would hold, and payloads, whose bytes a collection never
 // scans, earn none of it (docs/perf/ROUNDS.md, issue 88). A heap whose
-// live bytes and roots (the stacks and globals, within scanned) stay
-// within headroom gets base: the headroom is its room already.
-func BaseFor(live, scanned, roots, quarter, headroom uint64, base int) int {
+// live bytes and roots stay within headroom gets base: the headroom is
+// its room already.
+func BaseFor(live, scan, roots, quarter, headroom uint64, base int) int {
 	if live == 0 || base <= 0 || live+roots < headroom {
 		return base
 	}
-	room := min(quarter, scanned*2*uint64(base)/100)
+	room := min(quarter, (scan+roots)*2*uint64(base)/100)
 	p := (room*100 + live - 1) / live
 	p = (p + 24) / 25 * 25
 	return int(min(max(uint64(base), p), 2*uint64(base)))

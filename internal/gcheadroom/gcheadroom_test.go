@@ -242,26 +242,28 @@ func TestStartWithCollectorOff(t *testing.T) {
 func TestBaseFor(t *testing.T) {
 	const MiB = 1 << 20
 	tests := []struct {
-		name                                    string
-		live, scanned, roots, quarter, headroom uint64
-		base, want                              int
+		name                                 string
+		live, scan, roots, quarter, headroom uint64
+		base, want                           int
 	}{
-		// 2,048 connections under small requests: 26 MiB live, 30 MiB
-		// scanned with 17 MiB of stacks and globals, 69 MiB of small
+		// 2,048 connections under small requests: 26 MiB live, 13 MiB of
+		// it scanned, 17 MiB of stacks and globals, 69 MiB of small
 		// garbage a quarter second.
-		{"a quarter second over GOGC's room: up to twice base", 26 * MiB, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 200},
-		{"a quarter second between: its room, rounded up to 25", 40 * MiB, 40 * MiB, 1 * MiB, 58 * MiB, 32 * MiB, 100, 150},
-		{"a quarter second within GOGC's room: base", 40 * MiB, 40 * MiB, 1 * MiB, 30 * MiB, 32 * MiB, 100, 100},
-		{"payloads among small allocations: their bytes earn no room", 40 * MiB, 6 * MiB, 2 * MiB, 32 * MiB, 32 * MiB, 100, 100},
-		{"within the headroom: base, the headroom is its room", 20 * MiB, 20 * MiB, 2 * MiB, 69 * MiB, 32 * MiB, 100, 100},
-		{"at rest: base", 40 * MiB, 40 * MiB, 1 * MiB, 0, 32 * MiB, 100, 100},
-		{"a higher base: up to twice it", 40 * MiB, 40 * MiB, 1 * MiB, math.MaxUint64, 32 * MiB, 300, 600},
-		{"no live heap: base", 0, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 100},
-		{"GOGC=0: nothing to scale", 26 * MiB, 30 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 0, 0},
+		{"a quarter second over GOGC's room: up to twice base", 26 * MiB, 13 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 200},
+		{"a quarter second between: its room, rounded up to 25", 40 * MiB, 39 * MiB, 1 * MiB, 58 * MiB, 32 * MiB, 100, 150},
+		{"a quarter second within GOGC's room: base", 40 * MiB, 39 * MiB, 1 * MiB, 30 * MiB, 32 * MiB, 100, 100},
+		// A quarter second's garbage twice the live heap, but the live
+		// heap mostly payloads: the room is twice what is scanned.
+		{"payloads among small allocations: their bytes earn no room", 30 * MiB, 4 * MiB, 2 * MiB, 64 * MiB, 32 * MiB, 100, 100},
+		{"within the headroom: base, the headroom is its room", 20 * MiB, 18 * MiB, 2 * MiB, 69 * MiB, 32 * MiB, 100, 100},
+		{"at rest: base", 40 * MiB, 39 * MiB, 1 * MiB, 0, 32 * MiB, 100, 100},
+		{"a higher base: up to twice it", 40 * MiB, 39 * MiB, 1 * MiB, math.MaxUint64, 32 * MiB, 300, 600},
+		{"no live heap: base", 0, 13 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 100, 100},
+		{"GOGC=0: nothing to scale", 26 * MiB, 13 * MiB, 17 * MiB, 69 * MiB, 32 * MiB, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, gcheadroom.BaseFor(tt.live, tt.scanned, tt.roots, tt.quarter, tt.headroom, tt.base))
+			assert.Equal(t, tt.want, gcheadroom.BaseFor(tt.live, tt.scan, tt.roots, tt.quarter, tt.headroom, tt.base))
 		})
 	}
 }
