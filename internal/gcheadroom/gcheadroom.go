@@ -283,17 +283,15 @@ func QuarterFor(small uint64, elapsed time.Duration) uint64 {
 // value at Start), or more when a quarter second of small allocations
 // (quarter bytes, see [QuarterFor]) takes more than base's room, up to a
 // room of twice base's share of what a collection scans (the heap's
-// scannable bytes, scan, and the roots: the goroutine stacks and the
-// globals, as for [LimitFor]) and at most twice base, rounded up to a
-// multiple of 25. A
+// scannable bytes, scan, and the roots: stacks and globals, as for
+// LimitFor) and at most twice base, rounded up to a multiple of 25. A
 // collection costs in proportion to what it scans, at thousands of
-// connections mostly their goroutines' stacks, and under a load of small
-// requests GOGC=100's room of 2,048 connections' heap filled several
-// times as often as smallGarbageSpan means. The room bounds the heap at
-// what GOGC=200 would hold, and payloads, whose bytes a collection never
-// scans, earn none of it (docs/perf/ROUNDS.md, issue 88). A heap whose
-// live bytes and roots stay within headroom gets base: the headroom is
-// its room already.
+// connections mostly their goroutines' stacks, whose GOGC=100 room small
+// requests filled several times as often as smallGarbageSpan means. The
+// room bounds the heap at what GOGC=200 holds; payloads, whose bytes no
+// collection scans, earn none of it (docs/perf/ROUNDS.md, issue 88). A
+// heap whose live bytes and roots stay within headroom gets base: the
+// headroom is its room already.
 func BaseFor(live, scan, roots, quarter, headroom uint64, base int) int {
 	if live == 0 || base <= 0 || live+roots < headroom {
 		return base
